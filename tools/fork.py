@@ -1,0 +1,726 @@
+#!/usr/bin/env python3
+"""Build, check, refresh and export the fusion fork of PyTorch 2.11.0.
+
+The fork is a patch set over the installed torch 2.11.0 wheel (see
+``DESIGN.md`` section 2 and README.md).  ``build`` assembles an *overlay*: a
+directory that shadows the installed ``torch`` package when it comes first on
+``sys.path``.  In it
+
+* every directory that holds nothing of ours is one symlink to the installed
+  directory (``lib/``, ``include/``, and most of the Python tree),
+* every unmodified upstream file in a directory we touch is a symlink to the
+  installed file,
+* every patched upstream file is a real copy with ``patches/<path>.patch``
+  applied (strictly, no fuzz), and
+* every new file of ours (``torch/**`` in this repository) is a symlink into
+  the repository, so edits to it are live without rebuilding.
+
+``.fork/manifest.json`` in the overlay records what was written, so that an
+edit made in the overlay is never overwritten by a later build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from patchset import apply_patch, make_patch, PatchError  # noqa: E402
+
+
+REPO = Path(__file__).resolve().parent.parent
+REQUIRED_TORCH = "2.11.0"
+MANIFEST = Path(".fork") / "manifest.json"
+PTH_NAME = "fusion_fork_overlay.pth"
+# Directories of ours that exist upstream at the same paths and go into an
+# upstream pull request.  tools/ is the fork's own tooling and stays here.
+EXPORT_ROOTS = ("torch", "test", "benchmarks")
+# Files that only make sense in the fork (its identity); never exported.
+FORK_ONLY = frozenset({"torch/_fork.py", "torch/version.py"})
+IGNORED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".ruff_cache"})
+INSTALL_HINT = "python -m pip install torch==2.11.0   (or run `make develop`)"
+
+
+class ForkError(Exception):
+    """A problem the user must fix; printed without a traceback."""
+
+
+# ---------------------------------------------------------------------------
+# Locations
+
+
+@dataclasses.dataclass
+class Fork:
+    repo: Path
+    pristine: Path  # the installed upstream ``torch`` package directory
+    overlay: Path  # the directory to put first on sys.path
+
+    @property
+    def patches_dir(self) -> Path:
+        return self.repo / "patches"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.overlay / MANIFEST
+
+    def patched_files(self) -> dict[str, Path]:
+        """Upstream path -> patch file, for every ``patches/**/*.patch``."""
+        out = {}
+        for patch in sorted(self.patches_dir.rglob("*.patch")):
+            rel = patch.relative_to(self.patches_dir).as_posix()[: -len(".patch")]
+            out[rel] = patch
+        return out
+
+    def new_files(self) -> list[str]:
+        """Our new files under ``torch/``, as upstream paths."""
+        root = self.repo / "torch"
+        if not root.is_dir():
+            return []
+        return sorted(
+            p.relative_to(self.repo).as_posix()
+            for p in root.rglob("*")
+            if p.is_file() and not _ignored(p.relative_to(root))
+        )
+
+    def pristine_file(self, rel: str) -> Path:
+        return self.pristine.parent / rel
+
+    def read_pristine(self, rel: str) -> str:
+        path = self.pristine_file(rel)
+        if not path.is_file():
+            raise ForkError(
+                f"{rel}: there is no such file in the installed torch ({self.pristine}); "
+                "a patch can only modify an existing upstream file"
+            )
+        return path.read_text(encoding="utf-8")
+
+
+def _ignored(rel: Path) -> bool:
+    return any(part in IGNORED_NAMES for part in rel.parts) or rel.suffix == ".pyc"
+
+
+def locate_pristine_torch(explicit: str | None) -> Path:
+    """The installed upstream torch package directory, version-checked."""
+    if explicit:
+        torch_dir = Path(explicit).resolve()
+        if torch_dir.name != "torch":
+            torch_dir = torch_dir / "torch"
+    else:
+        try:
+            dist = importlib.metadata.distribution("torch")
+        except importlib.metadata.PackageNotFoundError:
+            raise ForkError(
+                f"torch is not installed for {sys.executable}.\n"
+                f"  The fork is a patch set over torch {REQUIRED_TORCH}; install it with:\n"
+                f"    {INSTALL_HINT}"
+            ) from None
+        torch_dir = Path(str(dist.locate_file("torch"))).resolve()
+    version_file = torch_dir / "version.py"
+    if not version_file.is_file():
+        raise ForkError(
+            f"{torch_dir} is not a torch package (no version.py).\n"
+            f"  Install torch {REQUIRED_TORCH} with: {INSTALL_HINT}"
+        )
+    match = re.search(
+        r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", version_file.read_text(), re.M
+    )
+    found = match.group(1) if match else "an unknown version"
+    if found.split("+")[0] != REQUIRED_TORCH:
+        raise ForkError(
+            f"found torch {found} at {torch_dir}, but the fork's patches are made for "
+            f"torch {REQUIRED_TORCH}.\n"
+            f"  Fix: install the pinned release with `{INSTALL_HINT}`.\n"
+            "  Moving the pin to another release is a deliberate step (rebase every "
+            "patch), done in an issue of its own."
+        )
+    return torch_dir
+
+
+def default_overlay() -> Path:
+    return REPO / "build" / "overlay"
+
+
+# ---------------------------------------------------------------------------
+# Identity
+
+
+def git_revision(repo: Path) -> str:
+    """``<sha>`` or ``<sha>-dirty``; FORK_REVISION or 'unknown' without git."""
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        return sha[:12] + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return os.environ.get("FORK_REVISION", "unknown")
+
+
+def source_digest(fork: Fork) -> str:
+    """A hash of everything the fork adds: the patches and the new files."""
+    h = hashlib.sha256()
+    for rel, patch in fork.patched_files().items():
+        h.update(f"patch {rel}\0".encode())
+        h.update(patch.read_bytes())
+    for rel in fork.new_files():
+        h.update(f"new {rel}\0".encode())
+        h.update((fork.repo / rel).read_bytes())
+    return h.hexdigest()[:12]
+
+
+# ---------------------------------------------------------------------------
+# Build
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def load_manifest(fork: Fork) -> dict:
+    try:
+        return json.loads(fork.manifest_path.read_text())
+    except FileNotFoundError:
+        return {"patched": {}}
+    except json.JSONDecodeError as e:
+        raise ForkError(f"{fork.manifest_path} is corrupt ({e}); delete the overlay and rebuild") from None
+
+
+def unrefreshed_edits(fork: Fork, manifest: dict) -> list[str]:
+    """Overlay files that differ from what the last build or refresh wrote."""
+    edited = []
+    for rel, digest in sorted(manifest.get("patched", {}).items()):
+        path = fork.overlay / rel
+        if path.is_symlink() or not path.exists():
+            continue  # replaced or removed by hand: nothing of the user's to lose
+        if _sha(path.read_bytes()) != digest:
+            edited.append(rel)
+    return edited
+
+
+def _stray_copies(fork: Fork, desired: dict[str, tuple[str, object]], manifest: dict) -> list[str]:
+    """Regular files in the overlay that no build wrote (an edited symlink target copy)."""
+    known = set(manifest.get("patched", {}))
+    stray = []
+    for rel, (kind, _) in desired.items():
+        path = fork.overlay / rel
+        if kind == "link" and not path.is_symlink() and path.is_file() and rel not in known:
+            stray.append(rel)
+    return stray
+
+
+def desired_tree(fork: Fork) -> tuple[dict[str, tuple[str, object]], dict[str, str], dict[str, dict[int, int]]]:
+    """What the overlay must hold.
+
+    Returns (entries, patched contents, hunk offsets).  ``entries`` maps an
+    overlay-relative path to ("dir", None) | ("link", target) | ("patched", None).
+    """
+    patched = fork.patched_files()
+    new = fork.new_files()
+    for rel in new:
+        if fork.pristine_file(rel).exists() or os.path.lexists(fork.pristine_file(rel)):
+            raise ForkError(
+                f"torch/{rel[len('torch/'):]} is a new file in the repository but the installed "
+                f"torch already has {rel}.\n  To modify an upstream file, make it a patch: "
+                f"`tools/fork.py edit {rel}`, edit build/overlay/{rel}, then `tools/fork.py refresh`."
+            )
+    contents: dict[str, str] = {}
+    offsets: dict[str, dict[int, int]] = {}
+    for rel, patch in patched.items():
+        pristine_text = fork.read_pristine(rel)
+        name = patch.relative_to(fork.repo).as_posix()
+        try:
+            applied = apply_patch(pristine_text, patch.read_text(encoding="utf-8"), name, str(fork.pristine_file(rel)))
+        except PatchError as e:
+            raise ForkError(str(e)) from None
+        contents[rel] = applied.text
+        if applied.offsets:
+            offsets[rel] = applied.offsets
+
+    touched_dirs = {"torch"}
+    for rel in list(patched) + new:
+        parts = rel.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            touched_dirs.add("/".join(parts[:i]))
+    new_set = set(new)
+    entries: dict[str, tuple[str, object]] = {}
+    for d in sorted(touched_dirs):
+        entries[d] = ("dir", None)
+        pristine_dir = fork.pristine.parent / d
+        names = set()
+        if pristine_dir.is_dir():
+            names.update(n for n in os.listdir(pristine_dir) if n not in IGNORED_NAMES)
+        names.update(r.split("/")[-1] for r in new_set if r.rsplit("/", 1)[0] == d)
+        names.update(r.split("/")[-1] for r in touched_dirs if r.count("/") and r.rsplit("/", 1)[0] == d)
+        for n in sorted(names):
+            rel = f"{d}/{n}"
+            if rel in touched_dirs:
+                continue  # described by its own iteration
+            if rel in patched:
+                entries[rel] = ("patched", None)
+            elif rel in new_set:
+                entries[rel] = ("link", str(fork.repo / rel))
+            else:
+                entries[rel] = ("link", str(pristine_dir / n))
+    return entries, contents, offsets
+
+
+def build(fork: Fork, discard_edits: bool = False, quiet: bool = False) -> dict:
+    """Make the overlay match the repository; return a summary of changes."""
+    manifest = load_manifest(fork)
+    entries, contents, offsets = desired_tree(fork)
+    if not discard_edits:
+        edited = unrefreshed_edits(fork, manifest) + _stray_copies(fork, entries, manifest)
+        if edited:
+            listing = "\n".join(f"    {fork.overlay / rel}" for rel in edited)
+            raise ForkError(
+                "these overlay files were edited but their patches were not refreshed:\n"
+                f"{listing}\n"
+                "  The build stopped so that the edits are not overwritten.  Keep them with\n"
+                "    tools/fork.py refresh " + " ".join(edited) + "\n"
+                "  or throw them away with `tools/fork.py build --discard-edits`."
+            )
+    changes = {"linked": 0, "patched": 0, "removed": 0, "dirs": 0}
+    fork.overlay.mkdir(parents=True, exist_ok=True)
+    # Real directories first (parents before children), then their entries.
+    for rel, (kind, _) in entries.items():
+        if kind == "dir":
+            path = fork.overlay / rel
+            if path.is_symlink() or (path.exists() and not path.is_dir()):
+                path.unlink()
+            if not path.is_dir():
+                path.mkdir(parents=True)
+                changes["dirs"] += 1
+    for rel, (kind, target) in entries.items():
+        path = fork.overlay / rel
+        if kind == "link":
+            if path.is_symlink() and os.readlink(path) == target:
+                continue
+            _remove(path)
+            path.symlink_to(target)
+            changes["linked"] += 1
+        elif kind == "patched":
+            data = contents[rel].encode("utf-8")
+            if not path.is_symlink() and path.is_file() and path.read_bytes() == data:
+                continue
+            _remove(path)
+            tmp = path.with_name(path.name + ".fork-tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+            changes["patched"] += 1
+    # Remove what no longer belongs in the real directories.
+    for rel, (kind, _) in entries.items():
+        if kind != "dir":
+            continue
+        for child in os.listdir(fork.overlay / rel):
+            if child in IGNORED_NAMES or f"{rel}/{child}" in entries:
+                continue
+            _remove(fork.overlay / rel / child)
+            changes["removed"] += 1
+    for child in os.listdir(fork.overlay):
+        if child not in ("torch", ".fork"):
+            _remove(fork.overlay / child)
+            changes["removed"] += 1
+
+    new_manifest = {
+        "torch_dir": str(fork.pristine),
+        "torch_version": REQUIRED_TORCH,
+        "repo": str(fork.repo),
+        "revision": git_revision(fork.repo),
+        "source_digest": source_digest(fork),
+        "patches": sorted(contents),
+        "new_files": fork.new_files(),
+        "patched": {rel: _sha(text.encode("utf-8")) for rel, text in sorted(contents.items())},
+    }
+    if new_manifest != manifest:
+        fork.manifest_path.parent.mkdir(parents=True, exist_ok=True)
+        fork.manifest_path.write_text(json.dumps(new_manifest, indent=2) + "\n")
+    if not quiet:
+        for rel, offs in offsets.items():
+            hunks = ", ".join(f"#{i} by {o:+d} lines" for i, o in offs.items())
+            print(f"warning: {rel}: hunks applied at an offset ({hunks}); refresh the patch", file=sys.stderr)
+    changes["offsets"] = offsets
+    return changes
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+
+
+# ---------------------------------------------------------------------------
+# Edit, refresh, check
+
+
+def normalize(fork: Fork, name: str) -> str:
+    """Accept ``torch/x.py``, an overlay path or a patch path; return ``torch/x.py``."""
+    absolute = Path(os.path.abspath(name))
+    rel = Path(name).as_posix()
+    for base in (fork.overlay, fork.patches_dir):
+        if _inside_lexically(absolute, base):
+            rel = absolute.relative_to(os.path.abspath(base)).as_posix()
+            break
+    else:
+        if _inside_lexically(absolute, fork.repo):
+            rel = absolute.relative_to(os.path.abspath(fork.repo)).as_posix()
+        for prefix in ("patches/", "build/overlay/"):
+            if rel.startswith(prefix):
+                rel = rel[len(prefix):]
+    if rel.endswith(".patch"):
+        rel = rel[: -len(".patch")]
+    if not rel.startswith("torch/"):
+        raise ForkError(f"{name}: expected a file of the torch package, like torch/_inductor/scheduler.py")
+    return rel
+
+
+def _inside_lexically(path: Path, root: Path) -> bool:
+    """Like _inside, without resolving symlinks (overlay files point elsewhere)."""
+    try:
+        Path(os.path.abspath(path)).relative_to(os.path.abspath(root))
+        return True
+    except ValueError:
+        return False
+
+
+def edit(fork: Fork, names: list[str]) -> None:
+    """Turn overlay symlinks of upstream files into editable copies."""
+    manifest = load_manifest(fork)
+    for name in names:
+        rel = normalize(fork, name)
+        text = fork.read_pristine(rel)
+        path = fork.overlay / rel
+        if not (fork.overlay / "torch").is_dir():
+            raise ForkError(f"no overlay at {fork.overlay}; run `tools/fork.py build` first")
+        # A directory linked whole must become a real one holding links.
+        _materialize_parents(fork, rel)
+        if path.is_file() and not path.is_symlink():
+            print(f"{rel} is already an editable copy: {path}")
+            continue
+        _remove(path)
+        path.write_text(text, encoding="utf-8")
+        manifest.setdefault("patched", {})[rel] = _sha(text.encode("utf-8"))
+        print(f"edit {path}, then run: tools/fork.py refresh {rel}")
+    fork.manifest_path.parent.mkdir(parents=True, exist_ok=True)
+    fork.manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def _materialize_parents(fork: Fork, rel: str) -> None:
+    parts = rel.split("/")[:-1]
+    for i in range(1, len(parts) + 1):
+        d = "/".join(parts[:i])
+        path = fork.overlay / d
+        if path.is_symlink():
+            path.unlink()
+            path.mkdir()
+            src = fork.pristine.parent / d
+            for n in os.listdir(src):
+                if n not in IGNORED_NAMES:
+                    (path / n).symlink_to(src / n)
+
+
+def refresh(fork: Fork, names: list[str]) -> list[str]:
+    """Regenerate patches from edited overlay files; return the refreshed paths."""
+    manifest = load_manifest(fork)
+    if names:
+        targets = [normalize(fork, n) for n in names]
+    else:
+        targets = unrefreshed_edits(fork, manifest)
+        if not targets:
+            print("nothing to refresh: no overlay file was edited since the last build")
+    done = []
+    for rel in targets:
+        path = fork.overlay / rel
+        if path.is_symlink() or not path.is_file():
+            raise ForkError(
+                f"{rel} is not an editable copy in the overlay ({path}); "
+                f"run `tools/fork.py edit {rel}` first"
+            )
+        current = path.read_text(encoding="utf-8")
+        diff = make_patch(rel, fork.read_pristine(rel), current)
+        patch = fork.patches_dir / (rel + ".patch")
+        if diff:
+            patch.parent.mkdir(parents=True, exist_ok=True)
+            if not patch.exists() or patch.read_text(encoding="utf-8") != diff:
+                patch.write_text(diff, encoding="utf-8")
+            manifest.setdefault("patched", {})[rel] = _sha(current.encode("utf-8"))
+            print(f"refreshed {patch.relative_to(fork.repo)}")
+        else:
+            if patch.exists():
+                patch.unlink()
+            manifest.get("patched", {}).pop(rel, None)
+            path.unlink()
+            path.symlink_to(fork.pristine_file(rel))
+            print(f"{rel} equals upstream again: removed its patch")
+        done.append(rel)
+    fork.manifest_path.parent.mkdir(parents=True, exist_ok=True)
+    fork.manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    return done
+
+
+def check(fork: Fork) -> list[str]:
+    """Every problem found (an empty list means the fork is consistent)."""
+    problems = []
+    try:
+        _, contents, offsets = desired_tree(fork)
+    except ForkError as e:
+        return [str(e)]
+    for rel, offs in offsets.items():
+        hunks = ", ".join(f"#{i} ({o:+d} lines)" for i, o in offs.items())
+        problems.append(f"patches/{rel}.patch: hunks {hunks} apply only at an offset; refresh it")
+    for rel, patch in fork.patched_files().items():
+        regenerated = make_patch(rel, fork.read_pristine(rel), contents[rel])
+        if regenerated != patch.read_text(encoding="utf-8"):
+            problems.append(f"{patch.relative_to(fork.repo)} is not in canonical form; run tools/fork.py refresh {rel}")
+    if not fork.overlay.is_dir():
+        problems.append(f"no overlay at {fork.overlay}; run tools/fork.py build")
+        return problems
+    manifest = load_manifest(fork)
+    for rel in unrefreshed_edits(fork, manifest):
+        problems.append(f"{fork.overlay / rel} was edited but patches/{rel}.patch was not refreshed")
+    for rel, text in contents.items():
+        path = fork.overlay / rel
+        if rel in manifest.get("patched", {}) and path.is_file() and not path.is_symlink():
+            if _sha(path.read_bytes()) == manifest["patched"][rel] and path.read_text(encoding="utf-8") != text:
+                problems.append(f"{path} is out of date with its patch; run tools/fork.py build")
+        elif not path.is_file():
+            problems.append(f"{path} is missing; run tools/fork.py build")
+    for rel in fork.new_files():
+        path = fork.overlay / rel
+        if not path.is_symlink() or Path(os.readlink(path)) != fork.repo / rel:
+            problems.append(f"{rel} is not linked into the overlay; run tools/fork.py build")
+    return problems
+
+
+# ---------------------------------------------------------------------------
+# Export
+
+
+def export_series(fork: Fork, out: Path) -> list[Path]:
+    """Write the change as a ``git am`` series and verify it applies to pristine sources."""
+    out = out.resolve()
+    if _inside(out, fork.repo) and not _inside(out, fork.repo / "build"):
+        raise ForkError(
+            f"{out} is inside the repository; the exported series is an output and is "
+            "committed nowhere: write it under build/ or outside the repository"
+        )
+    _, contents, _ = desired_tree(fork)
+    patches: list[tuple[str, str]] = []  # (subject, diff)
+    new_by_root: dict[str, list[str]] = {}
+    for root in EXPORT_ROOTS:
+        base = fork.repo / root
+        if base.is_dir():
+            for p in sorted(base.rglob("*")):
+                rel = p.relative_to(fork.repo).as_posix()
+                if p.is_file() and not _ignored(p.relative_to(base)) and rel not in FORK_ONLY:
+                    new_by_root.setdefault(root, []).append(rel)
+    for rel in new_by_root.get("torch", []):
+        patches.append((f"[inductor] Add {rel}", _new_file_diff(rel, (fork.repo / rel).read_text(encoding="utf-8"))))
+    for rel in sorted(contents):
+        if rel in FORK_ONLY:
+            continue
+        diff = make_patch(rel, fork.read_pristine(rel), contents[rel])
+        patches.append((f"[inductor] Hook fusion instrumentation into {rel}", diff))
+    for root in ("test", "benchmarks"):
+        for rel in new_by_root.get(root, []):
+            patches.append((f"[inductor] Add {rel}", _new_file_diff(rel, (fork.repo / rel).read_text(encoding="utf-8"))))
+    if not patches:
+        raise ForkError("nothing to export: no new files and no patches")
+
+    if out.exists():
+        for old in out.glob("*.patch"):
+            old.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    author = "Fusion Fork <fusion-fork@users.noreply.github.com>"
+    revision = git_revision(fork.repo)
+    written = []
+    total = len(patches)
+    for i, (subject, diff) in enumerate(patches, 1):
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", subject.split("] ", 1)[-1]).strip("-")[:52]
+        path = out / f"{i:04d}-{slug}.patch"
+        path.write_text(
+            f"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+            f"From: {author}\n"
+            f"Date: Thu, 1 Jan 2026 00:00:00 +0000\n"
+            f"Subject: [PATCH {i}/{total}] {subject}\n\n"
+            f"Exported from the fusion fork at revision {revision} by tools/fork.py export.\n"
+            f"---\n{diff}\n",
+            encoding="utf-8",
+        )
+        written.append(path)
+    verify_series(fork, written, contents)
+    return written
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def _new_file_diff(rel: str, text: str) -> str:
+    diff = make_patch(rel, "", text)
+    if not diff:  # an empty new file
+        return f"diff --git a/{rel} b/{rel}\nnew file mode 100644\n"
+    head, rest = diff.split("\n", 1)
+    rest = rest.replace(f"--- a/{rel}\n", "--- /dev/null\n", 1)
+    return f"{head}\nnew file mode 100644\n{rest}"
+
+
+def verify_series(fork: Fork, series: list[Path], contents: dict[str, str]) -> None:
+    """``git apply --check`` then ``git am`` the series on a tree of pristine sources."""
+    with tempfile.TemporaryDirectory(prefix="fork-export-") as tmp:
+        tree = Path(tmp)
+        for rel in contents:
+            dst = tree / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(fork.pristine_file(rel), dst)
+        # Put the rest of the touched packages' pristine modules beside them, so
+        # the tree looks like a checkout and new files prove they collide with nothing.
+        git = ["git", "-C", str(tree), "-c", "user.name=fork", "-c", "user.email=fork@localhost",
+               "-c", "commit.gpgsign=false"]
+        _git(git + ["init", "-q"])
+        _git(git + ["add", "-A"])
+        _git(git + ["commit", "-q", "--allow-empty", "-m", f"pristine torch {REQUIRED_TORCH} sources"])
+        for patch in series:
+            result = subprocess.run(git + ["apply", "--check", str(patch)], capture_output=True, text=True)
+            if result.returncode:
+                raise ForkError(f"exported {patch.name} does not apply to pristine sources:\n{result.stderr}")
+        result = subprocess.run(git + ["am", "-q", *map(str, series)], capture_output=True, text=True)
+        if result.returncode:
+            raise ForkError(f"`git am` of the exported series failed:\n{result.stdout}{result.stderr}")
+        for rel, text in contents.items():
+            if rel not in FORK_ONLY and (tree / rel).read_text(encoding="utf-8") != text:
+                raise ForkError(f"after `git am`, {rel} differs from the overlay's patched copy")
+
+
+def _git(cmd: list[str]) -> None:
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode:
+        raise ForkError(f"{' '.join(cmd)} failed:\n{result.stderr}")
+
+
+# ---------------------------------------------------------------------------
+# Activation and running
+
+
+def activate(fork: Fork) -> Path:
+    """Put the overlay first on sys.path of this virtualenv through a .pth file."""
+    if sys.prefix == sys.base_prefix:
+        raise ForkError(
+            f"{sys.executable} is not a virtualenv's interpreter; refusing to change it.\n"
+            "  Use `make develop` (which makes .venv), or PYTHONPATH=<overlay> for another Python."
+        )
+    site = Path(sysconfig.get_paths()["purelib"])
+    pth = site / PTH_NAME
+    line = f"import sys; sys.path.insert(0, {str(fork.overlay)!r})\n"
+    if not pth.exists() or pth.read_text() != line:
+        pth.write_text(line)
+    return pth
+
+
+def run_under_overlay(fork: Fork, command: list[str]) -> int:
+    build(fork)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(fork.overlay), env.get("PYTHONPATH")]))
+    print(f"fork: overlay {fork.overlay} (torch {REQUIRED_TORCH} at {fork.pristine}, "
+          f"revision {git_revision(fork.repo)})", file=sys.stderr, flush=True)
+    if not command:
+        raise ForkError("run needs a command, e.g. `tools/fork.py run -- python3 script.py`")
+    return subprocess.call(command, env=env)
+
+
+# ---------------------------------------------------------------------------
+# Command line
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tools/fork.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--overlay", help="overlay directory (default: build/overlay)")
+    parser.add_argument("--torch", dest="pristine", help="installed torch package to patch (default: the one this Python imports)")
+    parser.add_argument("--repo", help=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("build", help="make the overlay (idempotent)")
+    p.add_argument("--discard-edits", action="store_true", help="overwrite unrefreshed overlay edits")
+    p.add_argument("--time", action="store_true", help="print how long the build took")
+    p = sub.add_parser("edit", help="make upstream files editable copies in the overlay")
+    p.add_argument("files", nargs="+")
+    p = sub.add_parser("refresh", help="regenerate patches from edited overlay files")
+    p.add_argument("files", nargs="*")
+    sub.add_parser("check", help="verify version, patches, overlay and links")
+    p = sub.add_parser("export", help="write the change as a git-am patch series and verify it applies")
+    p.add_argument("out")
+    sub.add_parser("activate", help="put the overlay first on this virtualenv's sys.path")
+    p = sub.add_parser("run", help="build the overlay, then run a command with it on PYTHONPATH")
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    sub.add_parser("info", help="print the overlay's identity")
+    args = parser.parse_args(argv)
+
+    try:
+        repo = Path(args.repo).resolve() if args.repo else REPO
+        if args.overlay:
+            overlay = Path(args.overlay).resolve()
+        elif args.cmd == "run":
+            overlay = Path(tempfile.gettempdir()) / f"fusion-fork-overlay-{hashlib.sha256(str(repo).encode()).hexdigest()[:8]}"
+        else:
+            overlay = repo / "build" / "overlay"
+        fork = Fork(repo, locate_pristine_torch(args.pristine), overlay)
+        if args.cmd == "build":
+            start = time.perf_counter()
+            changes = build(fork, discard_edits=args.discard_edits)
+            elapsed = time.perf_counter() - start
+            n = changes["linked"] + changes["patched"] + changes["removed"] + changes["dirs"]
+            print(f"overlay {fork.overlay}: " + ("up to date" if n == 0 else
+                  f"{changes['patched']} patched, {changes['linked']} linked, "
+                  f"{changes['removed']} removed, {changes['dirs']} directories made")
+                  + (f" in {elapsed:.3f} s" if args.time else ""))
+        elif args.cmd == "edit":
+            edit(fork, args.files)
+        elif args.cmd == "refresh":
+            refresh(fork, args.files)
+        elif args.cmd == "check":
+            problems = check(fork)
+            for line in problems:
+                print(f"FAIL {line}")
+            if problems:
+                return 1
+            print(f"ok: torch {REQUIRED_TORCH} at {fork.pristine}; {len(fork.patched_files())} patches "
+                  f"apply with no fuzz; {len(fork.new_files())} new files linked; no unrefreshed edits")
+        elif args.cmd == "export":
+            series = export_series(fork, Path(args.out))
+            print(f"wrote {len(series)} patches to {Path(args.out).resolve()}; "
+                  "`git apply --check` and `git am` succeeded on a tree of the pristine sources")
+        elif args.cmd == "activate":
+            print(f"activated: {activate(fork)}")
+        elif args.cmd == "run":
+            command = args.command[1:] if args.command[:1] == ["--"] else args.command
+            return run_under_overlay(fork, command)
+        elif args.cmd == "info":
+            print(json.dumps(load_manifest(fork), indent=2))
+    except ForkError as e:
+        print(f"tools/fork.py: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
