@@ -38,7 +38,7 @@ from pathlib import Path
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from patchset import apply_patch, make_patch, PatchError  # noqa: E402
+from patchset import apply_patch, make_patch, PatchError
 
 
 REPO = Path(__file__).resolve().parent.parent
@@ -162,11 +162,15 @@ def git_revision(repo: Path) -> str:
     try:
         sha = subprocess.run(
             ["git", "-C", str(repo), "rev-parse", "HEAD"],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
         return sha[:12] + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
@@ -199,7 +203,9 @@ def load_manifest(fork: Fork) -> dict:
     except FileNotFoundError:
         return {"patched": {}}
     except json.JSONDecodeError as e:
-        raise ForkError(f"{fork.manifest_path} is corrupt ({e}); delete the overlay and rebuild") from None
+        raise ForkError(
+            f"{fork.manifest_path} is corrupt ({e}); delete the overlay and rebuild"
+        ) from None
 
 
 def unrefreshed_edits(fork: Fork, manifest: dict) -> list[str]:
@@ -214,18 +220,27 @@ def unrefreshed_edits(fork: Fork, manifest: dict) -> list[str]:
     return edited
 
 
-def _stray_copies(fork: Fork, desired: dict[str, tuple[str, object]], manifest: dict) -> list[str]:
+def _stray_copies(
+    fork: Fork, desired: dict[str, tuple[str, object]], manifest: dict
+) -> list[str]:
     """Regular files in the overlay that no build wrote (an edited symlink target copy)."""
     known = set(manifest.get("patched", {}))
     stray = []
     for rel, (kind, _) in desired.items():
         path = fork.overlay / rel
-        if kind == "link" and not path.is_symlink() and path.is_file() and rel not in known:
+        if (
+            kind == "link"
+            and not path.is_symlink()
+            and path.is_file()
+            and rel not in known
+        ):
             stray.append(rel)
     return stray
 
 
-def desired_tree(fork: Fork) -> tuple[dict[str, tuple[str, object]], dict[str, str], dict[str, dict[int, int]]]:
+def desired_tree(
+    fork: Fork,
+) -> tuple[dict[str, tuple[str, object]], dict[str, str], dict[str, dict[int, int]]]:
     """What the overlay must hold.
 
     Returns (entries, patched contents, hunk offsets).  ``entries`` maps an
@@ -236,7 +251,7 @@ def desired_tree(fork: Fork) -> tuple[dict[str, tuple[str, object]], dict[str, s
     for rel in new:
         if fork.pristine_file(rel).exists() or os.path.lexists(fork.pristine_file(rel)):
             raise ForkError(
-                f"torch/{rel[len('torch/'):]} is a new file in the repository but the installed "
+                f"torch/{rel[len('torch/') :]} is a new file in the repository but the installed "
                 f"torch already has {rel}.\n  To modify an upstream file, make it a patch: "
                 f"`tools/fork.py edit {rel}`, edit build/overlay/{rel}, then `tools/fork.py refresh`."
             )
@@ -246,7 +261,12 @@ def desired_tree(fork: Fork) -> tuple[dict[str, tuple[str, object]], dict[str, s
         pristine_text = fork.read_pristine(rel)
         name = patch.relative_to(fork.repo).as_posix()
         try:
-            applied = apply_patch(pristine_text, patch.read_text(encoding="utf-8"), name, str(fork.pristine_file(rel)))
+            applied = apply_patch(
+                pristine_text,
+                patch.read_text(encoding="utf-8"),
+                name,
+                str(fork.pristine_file(rel)),
+            )
         except PatchError as e:
             raise ForkError(str(e)) from None
         contents[rel] = applied.text
@@ -267,7 +287,11 @@ def desired_tree(fork: Fork) -> tuple[dict[str, tuple[str, object]], dict[str, s
         if pristine_dir.is_dir():
             names.update(n for n in os.listdir(pristine_dir) if n not in IGNORED_NAMES)
         names.update(r.split("/")[-1] for r in new_set if r.rsplit("/", 1)[0] == d)
-        names.update(r.split("/")[-1] for r in touched_dirs if r.count("/") and r.rsplit("/", 1)[0] == d)
+        names.update(
+            r.split("/")[-1]
+            for r in touched_dirs
+            if r.count("/") and r.rsplit("/", 1)[0] == d
+        )
         for n in sorted(names):
             rel = f"{d}/{n}"
             if rel in touched_dirs:
@@ -286,7 +310,9 @@ def build(fork: Fork, discard_edits: bool = False, quiet: bool = False) -> dict:
     manifest = load_manifest(fork)
     entries, contents, offsets = desired_tree(fork)
     if not discard_edits:
-        edited = unrefreshed_edits(fork, manifest) + _stray_copies(fork, entries, manifest)
+        edited = unrefreshed_edits(fork, manifest) + _stray_copies(
+            fork, entries, manifest
+        )
         if edited:
             listing = "\n".join(f"    {fork.overlay / rel}" for rel in edited)
             raise ForkError(
@@ -346,7 +372,9 @@ def build(fork: Fork, discard_edits: bool = False, quiet: bool = False) -> dict:
         "source_digest": source_digest(fork),
         "patches": sorted(contents),
         "new_files": fork.new_files(),
-        "patched": {rel: _sha(text.encode("utf-8")) for rel, text in sorted(contents.items())},
+        "patched": {
+            rel: _sha(text.encode("utf-8")) for rel, text in sorted(contents.items())
+        },
     }
     if new_manifest != manifest:
         fork.manifest_path.parent.mkdir(parents=True, exist_ok=True)
@@ -354,7 +382,10 @@ def build(fork: Fork, discard_edits: bool = False, quiet: bool = False) -> dict:
     if not quiet:
         for rel, offs in offsets.items():
             hunks = ", ".join(f"#{i} by {o:+d} lines" for i, o in offs.items())
-            print(f"warning: {rel}: hunks applied at an offset ({hunks}); refresh the patch", file=sys.stderr)
+            print(
+                f"warning: {rel}: hunks applied at an offset ({hunks}); refresh the patch",
+                file=sys.stderr,
+            )
     changes["offsets"] = offsets
     return changes
 
@@ -383,11 +414,13 @@ def normalize(fork: Fork, name: str) -> str:
             rel = absolute.relative_to(os.path.abspath(fork.repo)).as_posix()
         for prefix in ("patches/", "build/overlay/"):
             if rel.startswith(prefix):
-                rel = rel[len(prefix):]
+                rel = rel[len(prefix) :]
     if rel.endswith(".patch"):
         rel = rel[: -len(".patch")]
     if not rel.startswith("torch/"):
-        raise ForkError(f"{name}: expected a file of the torch package, like torch/_inductor/scheduler.py")
+        raise ForkError(
+            f"{name}: expected a file of the torch package, like torch/_inductor/scheduler.py"
+        )
     return rel
 
 
@@ -408,7 +441,9 @@ def edit(fork: Fork, names: list[str]) -> None:
         text = fork.read_pristine(rel)
         path = fork.overlay / rel
         if not (fork.overlay / "torch").is_dir():
-            raise ForkError(f"no overlay at {fork.overlay}; run `tools/fork.py build` first")
+            raise ForkError(
+                f"no overlay at {fork.overlay}; run `tools/fork.py build` first"
+            )
         # A directory linked whole must become a real one holding links.
         _materialize_parents(fork, rel)
         if path.is_file() and not path.is_symlink():
@@ -484,28 +519,45 @@ def check(fork: Fork) -> list[str]:
         return [str(e)]
     for rel, offs in offsets.items():
         hunks = ", ".join(f"#{i} ({o:+d} lines)" for i, o in offs.items())
-        problems.append(f"patches/{rel}.patch: hunks {hunks} apply only at an offset; refresh it")
+        problems.append(
+            f"patches/{rel}.patch: hunks {hunks} apply only at an offset; refresh it"
+        )
     for rel, patch in fork.patched_files().items():
         regenerated = make_patch(rel, fork.read_pristine(rel), contents[rel])
         if regenerated != patch.read_text(encoding="utf-8"):
-            problems.append(f"{patch.relative_to(fork.repo)} is not in canonical form; run tools/fork.py refresh {rel}")
+            problems.append(
+                f"{patch.relative_to(fork.repo)} is not in canonical form; run tools/fork.py refresh {rel}"
+            )
     if not fork.overlay.is_dir():
         problems.append(f"no overlay at {fork.overlay}; run tools/fork.py build")
         return problems
     manifest = load_manifest(fork)
     for rel in unrefreshed_edits(fork, manifest):
-        problems.append(f"{fork.overlay / rel} was edited but patches/{rel}.patch was not refreshed")
+        problems.append(
+            f"{fork.overlay / rel} was edited but patches/{rel}.patch was not refreshed"
+        )
     for rel, text in contents.items():
         path = fork.overlay / rel
-        if rel in manifest.get("patched", {}) and path.is_file() and not path.is_symlink():
-            if _sha(path.read_bytes()) == manifest["patched"][rel] and path.read_text(encoding="utf-8") != text:
-                problems.append(f"{path} is out of date with its patch; run tools/fork.py build")
+        if (
+            rel in manifest.get("patched", {})
+            and path.is_file()
+            and not path.is_symlink()
+        ):
+            if (
+                _sha(path.read_bytes()) == manifest["patched"][rel]
+                and path.read_text(encoding="utf-8") != text
+            ):
+                problems.append(
+                    f"{path} is out of date with its patch; run tools/fork.py build"
+                )
         elif not path.is_file():
             problems.append(f"{path} is missing; run tools/fork.py build")
     for rel in fork.new_files():
         path = fork.overlay / rel
         if not path.is_symlink() or Path(os.readlink(path)) != fork.repo / rel:
-            problems.append(f"{rel} is not linked into the overlay; run tools/fork.py build")
+            problems.append(
+                f"{rel} is not linked into the overlay; run tools/fork.py build"
+            )
     return problems
 
 
@@ -529,10 +581,19 @@ def export_series(fork: Fork, out: Path) -> list[Path]:
         if base.is_dir():
             for p in sorted(base.rglob("*")):
                 rel = p.relative_to(fork.repo).as_posix()
-                if p.is_file() and not _ignored(p.relative_to(base)) and rel not in FORK_ONLY:
+                if (
+                    p.is_file()
+                    and not _ignored(p.relative_to(base))
+                    and rel not in FORK_ONLY
+                ):
                     new_by_root.setdefault(root, []).append(rel)
     for rel in new_by_root.get("torch", []):
-        patches.append((f"[inductor] Add {rel}", _new_file_diff(rel, (fork.repo / rel).read_text(encoding="utf-8"))))
+        patches.append(
+            (
+                f"[inductor] Add {rel}",
+                _new_file_diff(rel, (fork.repo / rel).read_text(encoding="utf-8")),
+            )
+        )
     for rel in sorted(contents):
         if rel in FORK_ONLY:
             continue
@@ -540,7 +601,12 @@ def export_series(fork: Fork, out: Path) -> list[Path]:
         patches.append((f"[inductor] Hook fusion instrumentation into {rel}", diff))
     for root in ("test", "benchmarks"):
         for rel in new_by_root.get(root, []):
-            patches.append((f"[inductor] Add {rel}", _new_file_diff(rel, (fork.repo / rel).read_text(encoding="utf-8"))))
+            patches.append(
+                (
+                    f"[inductor] Add {rel}",
+                    _new_file_diff(rel, (fork.repo / rel).read_text(encoding="utf-8")),
+                )
+            )
     if not patches:
         raise ForkError("nothing to export: no new files and no patches")
 
@@ -596,21 +662,52 @@ def verify_series(fork: Fork, series: list[Path], contents: dict[str, str]) -> N
             shutil.copyfile(fork.pristine_file(rel), dst)
         # Put the rest of the touched packages' pristine modules beside them, so
         # the tree looks like a checkout and new files prove they collide with nothing.
-        git = ["git", "-C", str(tree), "-c", "user.name=fork", "-c", "user.email=fork@localhost",
-               "-c", "commit.gpgsign=false"]
-        _git(git + ["init", "-q"])
-        _git(git + ["add", "-A"])
-        _git(git + ["commit", "-q", "--allow-empty", "-m", f"pristine torch {REQUIRED_TORCH} sources"])
+        git = [
+            "git",
+            "-C",
+            str(tree),
+            "-c",
+            "user.name=fork",
+            "-c",
+            "user.email=fork@localhost",
+            "-c",
+            "commit.gpgsign=false",
+        ]
+        _git([*git, "init", "-q"])
+        _git([*git, "add", "-A"])
+        _git(
+            [
+                *git,
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                f"pristine torch {REQUIRED_TORCH} sources",
+            ]
+        )
         for patch in series:
-            result = subprocess.run(git + ["apply", "--check", str(patch)], capture_output=True, text=True)
+            result = subprocess.run(
+                [*git, "apply", "--check", str(patch)], capture_output=True, text=True
+            )
             if result.returncode:
-                raise ForkError(f"exported {patch.name} does not apply to pristine sources:\n{result.stderr}")
-        result = subprocess.run(git + ["am", "-q", *map(str, series)], capture_output=True, text=True)
+                raise ForkError(
+                    f"exported {patch.name} does not apply to pristine sources:\n{result.stderr}"
+                )
+        result = subprocess.run(
+            [*git, "am", "-q", *map(str, series)], capture_output=True, text=True
+        )
         if result.returncode:
-            raise ForkError(f"`git am` of the exported series failed:\n{result.stdout}{result.stderr}")
+            raise ForkError(
+                f"`git am` of the exported series failed:\n{result.stdout}{result.stderr}"
+            )
         for rel, text in contents.items():
-            if rel not in FORK_ONLY and (tree / rel).read_text(encoding="utf-8") != text:
-                raise ForkError(f"after `git am`, {rel} differs from the overlay's patched copy")
+            if (
+                rel not in FORK_ONLY
+                and (tree / rel).read_text(encoding="utf-8") != text
+            ):
+                raise ForkError(
+                    f"after `git am`, {rel} differs from the overlay's patched copy"
+                )
 
 
 def _git(cmd: list[str]) -> None:
@@ -641,11 +738,19 @@ def activate(fork: Fork) -> Path:
 def run_under_overlay(fork: Fork, command: list[str]) -> int:
     build(fork)
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(fork.overlay), env.get("PYTHONPATH")]))
-    print(f"fork: overlay {fork.overlay} (torch {REQUIRED_TORCH} at {fork.pristine}, "
-          f"revision {git_revision(fork.repo)})", file=sys.stderr, flush=True)
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(fork.overlay), env.get("PYTHONPATH")])
+    )
+    print(
+        f"fork: overlay {fork.overlay} (torch {REQUIRED_TORCH} at {fork.pristine}, "
+        f"revision {git_revision(fork.repo)})",
+        file=sys.stderr,
+        flush=True,
+    )
     if not command:
-        raise ForkError("run needs a command, e.g. `tools/fork.py run -- python3 script.py`")
+        raise ForkError(
+            "run needs a command, e.g. `tools/fork.py run -- python3 script.py`"
+        )
     return subprocess.call(command, env=env)
 
 
@@ -654,23 +759,41 @@ def run_under_overlay(fork: Fork, command: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools/fork.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="tools/fork.py", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--overlay", help="overlay directory (default: build/overlay)")
-    parser.add_argument("--torch", dest="pristine", help="installed torch package to patch (default: the one this Python imports)")
+    parser.add_argument(
+        "--torch",
+        dest="pristine",
+        help="installed torch package to patch (default: the one this Python imports)",
+    )
     parser.add_argument("--repo", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("build", help="make the overlay (idempotent)")
-    p.add_argument("--discard-edits", action="store_true", help="overwrite unrefreshed overlay edits")
+    p.add_argument(
+        "--discard-edits",
+        action="store_true",
+        help="overwrite unrefreshed overlay edits",
+    )
     p.add_argument("--time", action="store_true", help="print how long the build took")
-    p = sub.add_parser("edit", help="make upstream files editable copies in the overlay")
+    p = sub.add_parser(
+        "edit", help="make upstream files editable copies in the overlay"
+    )
     p.add_argument("files", nargs="+")
     p = sub.add_parser("refresh", help="regenerate patches from edited overlay files")
     p.add_argument("files", nargs="*")
     sub.add_parser("check", help="verify version, patches, overlay and links")
-    p = sub.add_parser("export", help="write the change as a git-am patch series and verify it applies")
+    p = sub.add_parser(
+        "export", help="write the change as a git-am patch series and verify it applies"
+    )
     p.add_argument("out")
-    sub.add_parser("activate", help="put the overlay first on this virtualenv's sys.path")
-    p = sub.add_parser("run", help="build the overlay, then run a command with it on PYTHONPATH")
+    sub.add_parser(
+        "activate", help="put the overlay first on this virtualenv's sys.path"
+    )
+    p = sub.add_parser(
+        "run", help="build the overlay, then run a command with it on PYTHONPATH"
+    )
     p.add_argument("command", nargs=argparse.REMAINDER)
     sub.add_parser("info", help="print the overlay's identity")
     args = parser.parse_args(argv)
@@ -680,7 +803,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.overlay:
             overlay = Path(args.overlay).resolve()
         elif args.cmd == "run":
-            overlay = Path(tempfile.gettempdir()) / f"fusion-fork-overlay-{hashlib.sha256(str(repo).encode()).hexdigest()[:8]}"
+            overlay = (
+                Path(tempfile.gettempdir())
+                / f"fusion-fork-overlay-{hashlib.sha256(str(repo).encode()).hexdigest()[:8]}"
+            )
         else:
             overlay = repo / "build" / "overlay"
         fork = Fork(repo, locate_pristine_torch(args.pristine), overlay)
@@ -688,11 +814,22 @@ def main(argv: list[str] | None = None) -> int:
             start = time.perf_counter()
             changes = build(fork, discard_edits=args.discard_edits)
             elapsed = time.perf_counter() - start
-            n = changes["linked"] + changes["patched"] + changes["removed"] + changes["dirs"]
-            print(f"overlay {fork.overlay}: " + ("up to date" if n == 0 else
-                  f"{changes['patched']} patched, {changes['linked']} linked, "
-                  f"{changes['removed']} removed, {changes['dirs']} directories made")
-                  + (f" in {elapsed:.3f} s" if args.time else ""))
+            n = (
+                changes["linked"]
+                + changes["patched"]
+                + changes["removed"]
+                + changes["dirs"]
+            )
+            print(
+                f"overlay {fork.overlay}: "
+                + (
+                    "up to date"
+                    if n == 0
+                    else f"{changes['patched']} patched, {changes['linked']} linked, "
+                    f"{changes['removed']} removed, {changes['dirs']} directories made"
+                )
+                + (f" in {elapsed:.3f} s" if args.time else "")
+            )
         elif args.cmd == "edit":
             edit(fork, args.files)
         elif args.cmd == "refresh":
@@ -703,12 +840,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"FAIL {line}")
             if problems:
                 return 1
-            print(f"ok: torch {REQUIRED_TORCH} at {fork.pristine}; {len(fork.patched_files())} patches "
-                  f"apply with no fuzz; {len(fork.new_files())} new files linked; no unrefreshed edits")
+            print(
+                f"ok: torch {REQUIRED_TORCH} at {fork.pristine}; {len(fork.patched_files())} patches "
+                f"apply with no fuzz; {len(fork.new_files())} new files linked; no unrefreshed edits"
+            )
         elif args.cmd == "export":
             series = export_series(fork, Path(args.out))
-            print(f"wrote {len(series)} patches to {Path(args.out).resolve()}; "
-                  "`git apply --check` and `git am` succeeded on a tree of the pristine sources")
+            print(
+                f"wrote {len(series)} patches to {Path(args.out).resolve()}; "
+                "`git apply --check` and `git am` succeeded on a tree of the pristine sources"
+            )
         elif args.cmd == "activate":
             print(f"activated: {activate(fork)}")
         elif args.cmd == "run":

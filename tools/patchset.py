@@ -72,7 +72,9 @@ def parse_patch(text: str, name: str) -> list[Hunk]:
         header = lines[i].rstrip("\n")
         match = _HUNK_HEADER.match(header)
         if match is None:
-            raise PatchError(f"{name}: line {i + 1}: expected a hunk header, got {header!r}")
+            raise PatchError(
+                f"{name}: line {i + 1}: expected a hunk header, got {header!r}"
+            )
         old_start = int(match.group(1))
         old_count = int(match.group(2) if match.group(2) is not None else 1)
         new_count = int(match.group(4) if match.group(4) is not None else 1)
@@ -96,7 +98,9 @@ def parse_patch(text: str, name: str) -> list[Hunk]:
                 hunk.old_lines.append("\n")
                 hunk.new_lines.append("\n")
             else:
-                raise PatchError(f"{name}: line {i + 1}: unexpected {line!r} in hunk #{hunk.index}")
+                raise PatchError(
+                    f"{name}: line {i + 1}: unexpected {line!r} in hunk #{hunk.index}"
+                )
             if line.rstrip("\n") != NO_NEWLINE:
                 last_tag = tag if tag in " -+" else " "
             i += 1
@@ -111,7 +115,11 @@ def parse_patch(text: str, name: str) -> list[Hunk]:
 
 
 def _strip_last_newline(hunk: Hunk, last_tag: str) -> None:
-    sides = {" ": (hunk.old_lines, hunk.new_lines), "-": (hunk.old_lines,), "+": (hunk.new_lines,)}
+    sides = {
+        " ": (hunk.old_lines, hunk.new_lines),
+        "-": (hunk.old_lines,),
+        "+": (hunk.new_lines,),
+    }
     for side in sides[last_tag]:
         if side and side[-1].endswith("\n"):
             side[-1] = side[-1][:-1]
@@ -147,7 +155,7 @@ def _find(src: list[str], needle: list[str], want: int, lowest: int) -> int | No
     """The start nearest to ``want`` (not before ``lowest``) where ``needle`` matches."""
     n = len(needle)
     limit = len(src) - n
-    for delta in range(0, max(len(src), 1) + 1):
+    for delta in range(max(len(src), 1) + 1):
         for start in (want - delta, want + delta) if delta else (want,):
             if lowest <= start <= limit and src[start : start + n] == needle:
                 return start
@@ -156,7 +164,9 @@ def _find(src: list[str], needle: list[str], want: int, lowest: int) -> int | No
     return None
 
 
-def _explain_failure(src: list[str], hunk: Hunk, want: int, name: str, target: str) -> str:
+def _explain_failure(
+    src: list[str], hunk: Hunk, want: int, name: str, target: str
+) -> str:
     detail = "its context is not found anywhere in the file"
     for k, expected in enumerate(hunk.old_lines):
         line_no = want + k

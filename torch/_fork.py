@@ -15,7 +15,7 @@ import json
 import os
 
 
-__all__ = ["ForkInfo", "FORK_INFO"]
+__all__ = ["FORK_INFO", "ForkInfo"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -53,12 +53,13 @@ def log_graph_header(nodes: Sequence[BaseSchedulerNode]) -> None:
             producer_identity(),
             len(nodes),
         )
-    except Exception:  # never fail a compile because of instrumentation
-        _report_failure()
+    except Exception as e:  # never fail a compile because of instrumentation
+        _report_failure(e)
 
 
-def _report_failure() -> None:
+def _report_failure(error: BaseException) -> None:
+    """Warn about the first instrumentation error of the process, with its traceback."""
     global _reported_failure
     if not _reported_failure:
         _reported_failure = True
-        log.warning("fusion remarks failed; compilation goes on", exc_info=True)
+        log.warning("fusion remarks failed; compilation goes on", exc_info=error)
