@@ -233,6 +233,7 @@ def _stray_copies(
             and not path.is_symlink()
             and path.is_file()
             and rel not in known
+            and _inside(path, fork.overlay)  # not seen through a linked directory
         ):
             stray.append(rel)
     return stray

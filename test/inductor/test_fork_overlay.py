@@ -1,0 +1,106 @@
+# Owner(s): ["module: inductor"]
+"""The fork's overlay is live: ``import torch`` is the fork and its hooks run.
+
+These tests compile real functions through ``torch.compile`` and read the
+``fusion`` log artifact that the patched ``torch/_inductor/scheduler.py``
+opens with a line naming the graph and the fork.  They are fork-only (not
+exported upstream): upstream torch has no ``torch.version.fork``.
+"""
+
+import os
+import re
+
+import torch
+import torch._dynamo
+from torch._inductor import fusion_remarks
+from torch.testing._internal.common_utils import run_tests
+from torch.testing._internal.inductor_utils import GPU_TYPE, HAS_GPU
+from torch.testing._internal.logging_utils import LoggingTestCase, make_logging_test
+
+
+def sin_cos_with_graph_break(x: torch.Tensor) -> torch.Tensor:
+    y = torch.sin(x) + torch.cos(x)
+    torch._dynamo.graph_break()
+    return torch.relu(y) * 2
+
+
+def fusion_headers(records) -> list[str]:
+    """The first-line-per-graph messages of the fusion artifact, normalized."""
+    fork = torch.version.fork
+    out = []
+    for record in records:
+        message = record.getMessage()
+        if record.name.endswith("__fusion") and message.startswith("fusion remarks"):
+            message = message.replace(fork.revision, "<revision>")
+            message = message.replace(fork.source_digest, "<digest>")
+            out.append(re.sub(r"torch 2\.11\.0\S*", "torch 2.11.0", message))
+    return out
+
+
+class TestForkOverlay(LoggingTestCase):
+    def test_torch_is_the_fork(self) -> None:
+        fork = torch.version.fork
+        self.assertTrue(
+            torch.__file__.startswith(fork.overlay + os.sep),
+            f"torch imported from {torch.__file__}, not the overlay {fork.overlay}",
+        )
+        self.assertIn("torch/_inductor/scheduler.py", fork.patches)
+        self.assertIn("torch/_inductor/fusion_remarks.py", fork.new_files)
+        # The scheduler that runs is the patched copy, not the installed file.
+        scheduler_file = torch._inductor.scheduler.__file__
+        self.assertFalse(os.path.islink(scheduler_file))
+        with open(scheduler_file) as f:
+            self.assertIn("fusion_remarks.log_graph_header(self.nodes)", f.read())
+        self.assertNotEqual(fork.revision, "unknown")
+
+    @make_logging_test(fusion=True)
+    def test_fusion_log_names_fork_for_each_graph(self, records) -> None:
+        x = torch.randn(64)
+        compiled = torch.compile(sin_cos_with_graph_break, backend="inductor")
+        torch.testing.assert_close(compiled(x), sin_cos_with_graph_break(x))
+        self.assertExpectedInline(
+            "\n".join(fusion_headers(records)),
+            """\
+fusion remarks for graph 0/0 by torch 2.11.0 fusion-fork <revision> (sources <digest>): 1 scheduler nodes before fusion
+fusion remarks for graph 1/0 by torch 2.11.0 fusion-fork <revision> (sources <digest>): 1 scheduler nodes before fusion""",
+        )
+
+    def test_no_log_line_when_fusion_logging_is_off(self) -> None:
+        with self.assertNoLogs(fusion_remarks.fusion_log, level="DEBUG"):
+            fusion_remarks.log_graph_header([])
+
+    def test_instrumentation_error_does_not_fail_compile(self) -> None:
+        # Inject a fault into the hook: the compile goes on, one warning says so.
+        torch._logging.set_logs(fusion=True)
+        self.addCleanup(torch._logging.set_logs)
+        self.addCleanup(setattr, fusion_remarks, "_reported_failure", False)
+
+        def broken() -> str:
+            raise RuntimeError("injected fault")
+
+        original = fusion_remarks.producer_identity
+        fusion_remarks.producer_identity = broken
+        self.addCleanup(setattr, fusion_remarks, "producer_identity", original)
+        torch._dynamo.reset()
+        with (
+            torch._inductor.config.patch(fx_graph_cache=False),
+            self.assertLogs(fusion_remarks.log, level="WARNING") as captured,
+        ):
+            x = torch.randn(16)
+            compiled = torch.compile(lambda t: torch.sin(t) * 3)
+            torch.testing.assert_close(compiled(x), torch.sin(x) * 3)
+        self.assertEqual(len(captured.records), 1)
+        self.assertIn("compilation goes on", captured.records[0].getMessage())
+
+    @make_logging_test(fusion=True)
+    def test_fusion_log_on_gpu(self, records) -> None:
+        if not HAS_GPU:
+            self.skipTest("needs a GPU")
+        x = torch.randn(1024, device=GPU_TYPE)
+        compiled = torch.compile(sin_cos_with_graph_break)
+        torch.testing.assert_close(compiled(x), sin_cos_with_graph_break(x))
+        self.assertEqual(len(fusion_headers(records)), 2)
+
+
+if __name__ == "__main__":
+    run_tests()
