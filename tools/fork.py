@@ -49,7 +49,9 @@ PTH_NAME = "fusion_fork_overlay.pth"
 # upstream pull request.  tools/ is the fork's own tooling and stays here.
 EXPORT_ROOTS = ("torch", "test", "benchmarks")
 # Files that only make sense in the fork (its identity); never exported.
-FORK_ONLY = frozenset({"torch/_fork.py", "torch/version.py"})
+FORK_ONLY = frozenset(
+    {"torch/_fork.py", "torch/version.py", "test/inductor/test_fork_overlay.py"}
+)
 IGNORED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".ruff_cache"})
 INSTALL_HINT = "python -m pip install torch==2.11.0   (or run `make develop`)"
 

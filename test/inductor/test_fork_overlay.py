@@ -65,9 +65,18 @@ fusion remarks for graph 0/0 by torch 2.11.0 fusion-fork <revision> (sources <di
 fusion remarks for graph 1/0 by torch 2.11.0 fusion-fork <revision> (sources <digest>): 1 scheduler nodes before fusion""",
         )
 
-    def test_no_log_line_when_fusion_logging_is_off(self) -> None:
-        with self.assertNoLogs(fusion_remarks.fusion_log, level="DEBUG"):
-            fusion_remarks.log_graph_header([])
+    def test_hook_does_nothing_when_fusion_logging_is_off(self) -> None:
+        torch._logging.set_logs()
+        calls = []
+        original = fusion_remarks.producer_identity
+        fusion_remarks.producer_identity = lambda: calls.append(1) or original()
+        self.addCleanup(setattr, fusion_remarks, "producer_identity", original)
+        fusion_remarks.log_graph_header([])
+        self.assertEqual(calls, [])
+        torch._logging.set_logs(fusion=True)
+        self.addCleanup(torch._logging.set_logs)
+        fusion_remarks.log_graph_header([])
+        self.assertEqual(calls, [1])
 
     def test_instrumentation_error_does_not_fail_compile(self) -> None:
         # Inject a fault into the hook: the compile goes on, one warning says so.

@@ -51,7 +51,10 @@ class FakeForkTestCase(unittest.TestCase):
         write(torch / "__init__.py", "from torch._inductor.scheduler import hook\n")
         write(torch / "version.py", "__version__ = '2.11.0+cpu'\n")
         write(torch / "_inductor" / "__init__.py", "")
-        write(torch / "_inductor" / "scheduler.py", SCHEDULER + "def hook():\n    return 'stock'\n")
+        write(
+            torch / "_inductor" / "scheduler.py",
+            SCHEDULER + "def hook():\n    return 'stock'\n",
+        )
         write(torch / "_inductor" / "ir.py", "IR = 1\n")
         write(torch / "_dynamo" / "eval_frame.py", "X = 1\n")
         write(torch / "lib" / "libtorch.so", "binary")
@@ -201,7 +204,8 @@ class TestPatches(FakeForkTestCase):
         self.assertEqual(code, 0, out)
         self.assertIn("offset", out)
         self.assertIn(
-            "hooked = True", self.overlay_file("torch/_inductor/scheduler.py").read_text()
+            "hooked = True",
+            self.overlay_file("torch/_inductor/scheduler.py").read_text(),
         )
         code, out = self.cli("check")
         self.assertEqual(code, 1)
@@ -213,7 +217,10 @@ class TestPatches(FakeForkTestCase):
             ("a\nb\nc", "a\nb\nc\nd\n"),  # no newline at end, then one
             ("a\nb\nc\n", "a\nb\nc"),
             ("", "x\ny\n"),
-            ("".join(f"{i}\n" for i in range(100)), "".join(f"{i}\n" for i in range(100) if i % 17)),
+            (
+                "".join(f"{i}\n" for i in range(100)),
+                "".join(f"{i}\n" for i in range(100) if i % 17),
+            ),
         ]
         for old, new in cases:
             with self.subTest(old=old[:10], new=new[:10]):
@@ -230,7 +237,9 @@ class TestPatches(FakeForkTestCase):
         self.assertIn("corrupt", out)
 
     def test_patch_for_a_missing_upstream_file(self) -> None:
-        write(self.repo / "patches/torch/_inductor/nonexistent.py.patch", self.patch_text)
+        write(
+            self.repo / "patches/torch/_inductor/nonexistent.py.patch", self.patch_text
+        )
         code, out = self.cli("build")
         self.assertEqual(code, 2)
         self.assertIn("torch/_inductor/nonexistent.py", out)
@@ -368,23 +377,33 @@ class TestExport(FakeForkTestCase):
         self.assertEqual(len(names), 3, names)
         series = [out_dir / n for n in names]
         texts = [p.read_text() for p in series]
-        self.assertIn("Subject: [PATCH 1/3] [inductor] Add torch/_inductor/fusion_remarks.py", texts[0])
+        self.assertIn(
+            "Subject: [PATCH 1/3] [inductor] Add torch/_inductor/fusion_remarks.py",
+            texts[0],
+        )
         self.assertIn("new file mode 100644", texts[0])
         self.assertIn("+hooked = True", texts[1])
         self.assertIn("test/inductor/test_new.py", texts[2])
         # Independently of the tool's own verification: git am on a fresh tree.
         tree = Path(self._tmp.name) / "upstream"
-        write(tree / "torch/_inductor/scheduler.py", (self.site / "torch/_inductor/scheduler.py").read_text())
+        write(
+            tree / "torch/_inductor/scheduler.py",
+            (self.site / "torch/_inductor/scheduler.py").read_text(),
+        )
         git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
         for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
             subprocess.run(git + cmd, check=True)
-        subprocess.run(git + ["am", "-q", *map(str, series)], check=True)
+        subprocess.run([*git, "am", "-q", *map(str, series)], check=True)
         self.assertEqual(
             (tree / "torch/_inductor/scheduler.py").read_text(),
             self.overlay_file("torch/_inductor/scheduler.py").read_text(),
         )
-        self.assertEqual((tree / "torch/_inductor/fusion_remarks.py").read_text(), "REMARKS = 1\n")
-        log = subprocess.run(git + ["log", "--format=%s"], capture_output=True, text=True, check=True)
+        self.assertEqual(
+            (tree / "torch/_inductor/fusion_remarks.py").read_text(), "REMARKS = 1\n"
+        )
+        log = subprocess.run(
+            [*git, "log", "--format=%s"], capture_output=True, text=True, check=True
+        )
         self.assertEqual(len(log.stdout.splitlines()), 4)
 
     def test_fork_only_files_are_not_exported(self) -> None:
