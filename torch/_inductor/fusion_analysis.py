@@ -1,0 +1,516 @@
+"""Turn what the fusion hooks recorded for one graph into a fusion report.
+
+After codegen, every post-grad FX node (an *op*) is mapped to the kernels
+that compute it, every data dependency between two computing ops becomes an
+*edge*, and every edge whose two ops share no kernel is a *boundary*.  Each
+boundary gets exactly one reason (the coverage invariant, see
+``DESIGN.md`` section 3):
+
+1. an extern, fallback or template kernel on either side: the lowering
+   decision that made it one;
+2. otherwise the scheduler's last verdict on a pair of nodes that contained
+   the two ops (upstream's ``WhyNoFuse`` text, or the silent backend check
+   that said no, refined to a code);
+3. otherwise ``not_proposed``, with the concrete reason the scheduler never
+   evaluated the pair.
+
+The buffer that carries the value across the boundary, and the lowering rule
+that made it a buffer, are kept in the boundary's ``args``.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any, TYPE_CHECKING
+
+import torch
+
+from .fusion_remarks import (
+    Category,
+    GraphRecorder,
+    Kind,
+    PairVerdict,
+    Reason,
+    Remark,
+    Stage,
+)
+
+
+if TYPE_CHECKING:
+    from .scheduler import BaseSchedulerNode, Scheduler
+
+
+_aten = torch.ops.aten
+# Ops that compute nothing: they only reinterpret or select existing data.
+_NON_COMPUTING = {
+    operator.getitem,
+    _aten._unsafe_view.default,
+    _aten.reshape.default,
+    _aten.contiguous.default,
+    _aten.lift_fresh.default,
+    _aten.detach.default,
+}
+
+
+def computes(node: torch.fx.Node) -> bool:
+    """Whether an FX node computes values (views and getitem do not)."""
+    if node.op != "call_function":
+        return False
+    target = node.target
+    if target in _NON_COMPUTING:
+        return False
+    return not getattr(target, "is_view", False)
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def source_of(node: torch.fx.Node) -> str | None:
+    """The user's source line of an op, from its FX stack trace."""
+    trace = node.meta.get("stack_trace")
+    if not trace:
+        return None
+    frames = _FRAME.findall(trace)
+    if not frames:
+        return None
+    filename, line = frames[-1]
+    return f"{filename}:{line}"
+
+
+def kernel_kind(snode: BaseSchedulerNode) -> str | None:
+    """The report's kernel kind of a final scheduler node (None: no kernel)."""
+    from . import config, ir
+    from .scheduler import (
+        ExternKernelSchedulerNode,
+        ForeachKernelSchedulerNode,
+        NopKernelSchedulerNode,
+    )
+
+    if isinstance(snode, NopKernelSchedulerNode):
+        return None
+    if isinstance(snode, ExternKernelSchedulerNode):
+        node = snode.node
+        if isinstance(node, ir.MultiOutput):
+            return None  # selects an output of another kernel
+        if isinstance(node, ir.FallbackKernel):
+            return "fallback"
+        return "extern"
+    if isinstance(snode, ForeachKernelSchedulerNode):
+        return "foreach"
+    if snode.is_template():
+        return "template"
+    device = snode.get_device()
+    if device is not None and device.type == "cpu" and config.cpu_backend == "cpp":
+        return "cpp"
+    return "triton"
+
+
+def _origins(snode: BaseSchedulerNode) -> list[torch.fx.Node]:
+    out: list[torch.fx.Node] = []
+    for sub in snode.get_nodes():
+        node = getattr(sub, "node", None)
+        if node is None:
+            continue
+        for origin in node.get_origins():
+            if isinstance(origin, torch.fx.Node) and origin not in out:
+                out.append(origin)
+    return out
+
+
+def _kernel_name(snode: BaseSchedulerNode, kind: str) -> str:
+    if kind in ("extern", "fallback"):
+        python_name = getattr(snode.node, "python_kernel_name", None)
+        if python_name:
+            return f"{snode.get_name()}:{python_name}"
+    return snode.get_name()
+
+
+class _Kernel:
+    def __init__(self, snode: BaseSchedulerNode, kind: str) -> None:
+        self.snode = snode
+        self.kind = kind
+        self.name = _kernel_name(snode, kind)
+        self.base = frozenset(n.get_name() for n in snode.get_nodes())
+        self.origins = _origins(snode)
+
+
+def analyze_graph(
+    scheduler: Scheduler, recorder: GraphRecorder, label: str
+) -> dict[str, Any]:
+    """The JSON-ready report of one graph (see fusion_report's schema)."""
+    from .virtualized import V
+
+    graph = V.graph.graph
+    fx_ops = [n for n in graph.nodes if n.op == "call_function"]
+
+    kernels: list[_Kernel] = []
+    for snode in scheduler.nodes:
+        for part in _split_grouped(snode):
+            kind = kernel_kind(part)
+            if kind is not None:
+                kernels.append(_Kernel(part, kind))
+    op_kernels: dict[torch.fx.Node, list[_Kernel]] = {}
+    for kernel in kernels:
+        for origin in kernel.origins:
+            op_kernels.setdefault(origin, []).append(kernel)
+
+    ops_json = []
+    for node in fx_ops:
+        entry: dict[str, Any] = {
+            "name": node.name,
+            "target": str(node.target),
+            "computes": computes(node),
+            "kernels": [k.name for k in op_kernels.get(node, [])],
+            "source": source_of(node),
+        }
+        if entry["computes"] and not entry["kernels"]:
+            entry["eliminated"] = _elimination(node, scheduler)
+        ops_json.append(entry)
+
+    edges = list(_edges(fx_ops))
+    remarks: list[Remark] = []
+    boundaries: list[dict[str, Any]] = []
+    for producer, consumer in edges:
+        kp = op_kernels.get(producer, [])
+        kc = op_kernels.get(consumer, [])
+        if not kp or not kc:
+            continue
+        shared = [k for k in kp if k in kc]
+        if shared:
+            remarks.append(
+                _fused_remark(producer, consumer, shared[0], recorder, label)
+            )
+            continue
+        boundary, remark = _explain_boundary(
+            producer, consumer, kp[0], kc[0], recorder, label
+        )
+        boundaries.append(boundary)
+        remarks.append(remark)
+
+    boundaries.extend(
+        _shared_input_boundaries(kernels, edges, op_kernels, recorder, remarks, label)
+    )
+
+    for node, ks in op_kernels.items():
+        if len(ks) > 1:
+            remarks.append(
+                Remark(
+                    Kind.ANALYSIS,
+                    Reason.RECOMPUTED,
+                    Stage.LOWERING,
+                    nodes=tuple(k.name for k in ks),
+                    ops=(node.name,),
+                    sources=_sources(node),
+                    detail=f"{node.name} is computed in {len(ks)} kernels",
+                    graph=label,
+                )
+            )
+    for realization in recorder.realizations.values():
+        remarks.append(
+            Remark(
+                Kind.ANALYSIS,
+                realization.reason,
+                Stage.LOWERING,
+                buffers=(realization.buffer,),
+                detail=realization.detail,
+                graph=label,
+            )
+        )
+
+    return {
+        "compile_id": label,
+        "device": ",".join(sorted(V.graph.device_types)) or "cpu",
+        "scheduler_nodes_before_fusion": len(recorder.base_nodes),
+        "ops": ops_json,
+        "edges": [{"producer": p.name, "consumer": c.name} for p, c in edges],
+        "kernels": [
+            {"name": k.name, "kind": k.kind, "ops": [o.name for o in k.origins]}
+            for k in kernels
+        ],
+        "boundaries": boundaries,
+        "remarks": [r.to_json() for r in remarks],
+    }
+
+
+def _split_grouped(snode: BaseSchedulerNode) -> list[BaseSchedulerNode]:
+    from .scheduler import GroupedSchedulerNode
+
+    if isinstance(snode, GroupedSchedulerNode):
+        return list(snode.snodes)
+    return [snode]
+
+
+def _elimination(node: torch.fx.Node, scheduler: Scheduler) -> str:
+    if not node.users:
+        return "dead_code"
+    return "no_kernel"
+
+
+def _edges(fx_ops: list[torch.fx.Node]) -> list[tuple[torch.fx.Node, torch.fx.Node]]:
+    """Producer->consumer pairs of computing ops, looking through views."""
+    out: list[tuple[torch.fx.Node, torch.fx.Node]] = []
+    memo: dict[torch.fx.Node, list[torch.fx.Node]] = {}
+
+    def producers(node: torch.fx.Node) -> list[torch.fx.Node]:
+        if node in memo:
+            return memo[node]
+        found: list[torch.fx.Node] = []
+        for inp in node.all_input_nodes:
+            if computes(inp):
+                found.append(inp)
+            elif inp.op == "call_function":
+                found.extend(producers(inp))
+        memo[node] = list(dict.fromkeys(found))
+        return memo[node]
+
+    for node in fx_ops:
+        if computes(node):
+            out.extend((producer, node) for producer in producers(node))
+    return out
+
+
+def _sources(*nodes: torch.fx.Node) -> tuple[str, ...]:
+    return tuple(s for s in (source_of(n) for n in nodes) if s)
+
+
+def _base_of(kernel: _Kernel, op: torch.fx.Node) -> list[BaseSchedulerNode]:
+    return [
+        sub
+        for sub in kernel.snode.get_nodes()
+        if getattr(sub, "node", None) is not None and op in sub.node.get_origins()
+    ]
+
+
+def _fused_remark(
+    producer: torch.fx.Node,
+    consumer: torch.fx.Node,
+    kernel: _Kernel,
+    recorder: GraphRecorder,
+    label: str,
+) -> Remark:
+    p_nodes = {n.get_name() for n in _base_of(kernel, producer)}
+    c_nodes = {n.get_name() for n in _base_of(kernel, consumer)}
+    if p_nodes & c_nodes:
+        reason = Reason.INLINED
+        stage = Stage.LOWERING
+    elif kernel.kind == "template":
+        reason = (
+            Reason.FUSED_TEMPLATE_EPILOGUE
+            if any(n.is_template() for n in _base_of(kernel, producer))
+            else Reason.FUSED_TEMPLATE_PROLOGUE
+        )
+        stage = Stage.SCHEDULER
+    else:
+        reason = Reason.FUSED_VERTICAL
+        stage = Stage.SCHEDULER
+    return Remark(
+        Kind.FUSED,
+        reason,
+        stage,
+        nodes=(kernel.name,),
+        ops=(producer.name, consumer.name),
+        sources=_sources(producer, consumer),
+        detail=f"{producer.name} and {consumer.name} are computed in {kernel.name}",
+        graph=label,
+    )
+
+
+def _latest_verdict(
+    recorder: GraphRecorder, a: frozenset[str], b: frozenset[str]
+) -> PairVerdict | None:
+    for verdict in reversed(recorder.verdicts):
+        if verdict.fused:
+            continue
+        if (verdict.first <= a and verdict.second <= b) or (
+            verdict.first <= b and verdict.second <= a
+        ):
+            return verdict
+    return None
+
+
+def _materialization(
+    kernel: _Kernel, op: torch.fx.Node, recorder: GraphRecorder
+) -> dict[str, Any]:
+    for sub in _base_of(kernel, op):
+        for name in sub.get_buffer_names():
+            realization = recorder.realizations.get(name)
+            if realization is not None:
+                return {"buffer": name, "materialized_by": realization.reason.value}
+            return {"buffer": name}
+    return {}
+
+
+def _explain_boundary(
+    producer: torch.fx.Node,
+    consumer: torch.fx.Node,
+    kp: _Kernel,
+    kc: _Kernel,
+    recorder: GraphRecorder,
+    label: str,
+) -> tuple[dict[str, Any], Remark]:
+    args = _materialization(kp, producer, recorder)
+    stage = Stage.SCHEDULER
+    verdict = None
+    if kp.kind in ("extern", "fallback") or kc.kind in ("extern", "fallback"):
+        extern = kp if kp.kind in ("extern", "fallback") else kc
+        reason = (
+            Reason.FALLBACK_KERNEL
+            if extern.kind == "fallback"
+            else Reason.EXTERN_KERNEL
+        )
+        detail = f"{extern.name} is {'a fallback' if extern.kind == 'fallback' else 'an extern'} kernel"
+        stage = Stage.LOWERING
+    else:
+        verdict = _latest_verdict(recorder, kp.base, kc.base)
+        if verdict is not None and verdict.reason is not None:
+            reason = verdict.reason
+            detail = f"{verdict.names[0]} + {verdict.names[1]}: {verdict.detail}"
+            args.update(verdict.args)
+        elif kp.kind == "template" or kc.kind == "template":
+            reason = Reason.TEMPLATE_KERNEL
+            detail = "the template's fusion rules were never satisfied for this pair"
+        else:
+            reason = Reason.NOT_PROPOSED
+            detail = _why_not_proposed(kp, kc, recorder)
+    boundary = {
+        "producer": producer.name,
+        "consumer": consumer.name,
+        "relation": "dependency",
+        "reason": reason.value,
+        "category": reason.category.value,
+        "stage": stage.value,
+        "fusible": _fusible(reason),
+        "detail": detail,
+        "kernels": [kp.name, kc.name],
+        "args": args,
+    }
+    remark = Remark(
+        Kind.MISSED,
+        reason,
+        stage,
+        nodes=(kp.name, kc.name),
+        buffers=tuple(v for k, v in args.items() if k == "buffer"),
+        ops=(producer.name, consumer.name),
+        sources=_sources(producer, consumer),
+        args=args,
+        detail=detail,
+        graph=label,
+    )
+    return boundary, remark
+
+
+def _fusible(reason: Reason) -> bool | None:
+    """Known from the category alone for legality; otherwise unknown until tried."""
+    if reason.category is Category.LEGALITY:
+        return False
+    return None
+
+
+def _why_not_proposed(kp: _Kernel, kc: _Kernel, recorder: GraphRecorder) -> str:
+    evaluated = [
+        v
+        for v in recorder.verdicts
+        if (v.first & kp.base and v.second & kc.base)
+        or (v.first & kc.base and v.second & kp.base)
+    ]
+    if evaluated:
+        last = evaluated[-1]
+        return (
+            f"the scheduler last evaluated {last.names[0]} + {last.names[1]} "
+            f"({'fused' if last.fused else last.reason.value if last.reason else '?'}), "
+            f"but never {kp.name} + {kc.name}"
+        )
+    return f"no pair containing {kp.name} and {kc.name} was ever proposed"
+
+
+def _shared_input_boundaries(
+    kernels: list[_Kernel],
+    edges: list[tuple[torch.fx.Node, torch.fx.Node]],
+    op_kernels: dict[torch.fx.Node, list[_Kernel]],
+    recorder: GraphRecorder,
+    remarks: list[Remark],
+    label: str,
+) -> list[dict[str, Any]]:
+    """Evaluated pairs of independent nodes that ended in different kernels."""
+    connected: set[tuple[str, str]] = set()
+    for p, c in edges:
+        for a in op_kernels.get(p, []):
+            for b in op_kernels.get(c, []):
+                connected.add((a.name, b.name))
+                connected.add((b.name, a.name))
+    by_base: dict[str, _Kernel] = {}
+    for kernel in kernels:
+        for name in kernel.base:
+            by_base[name] = kernel
+    seen: set[tuple[str, str]] = set()
+    out: list[dict[str, Any]] = []
+    for verdict in reversed(recorder.verdicts):
+        if verdict.fused or verdict.reason is None or verdict.vertical:
+            continue
+        a = by_base.get(next(iter(verdict.first)))
+        b = by_base.get(next(iter(verdict.second)))
+        if a is None or b is None or a is b:
+            continue
+        key = (min(a.name, b.name), max(a.name, b.name))
+        if key in seen or (a.name, b.name) in connected:
+            continue
+        seen.add(key)
+        pa = a.origins[-1].name if a.origins else a.name
+        pb = b.origins[-1].name if b.origins else b.name
+        reason = verdict.reason
+        detail = f"{verdict.names[0]} + {verdict.names[1]}: {verdict.detail}"
+        out.append(
+            {
+                "producer": pa,
+                "consumer": pb,
+                "relation": "shared_input",
+                "reason": reason.value,
+                "category": reason.category.value,
+                "stage": Stage.SCHEDULER.value,
+                "fusible": _fusible(reason),
+                "detail": detail,
+                "kernels": [a.name, b.name],
+                "args": dict(verdict.args),
+            }
+        )
+        remarks.append(
+            Remark(
+                Kind.MISSED,
+                reason,
+                Stage.SCHEDULER,
+                nodes=(a.name, b.name),
+                ops=(pa, pb),
+                args=dict(verdict.args, relation="shared_input"),
+                detail=detail,
+                graph=label,
+            )
+        )
+    return out
+
+
+def coverage_violations(graph: dict[str, Any]) -> list[str]:
+    """Edges between computing ops in different kernels without exactly one boundary."""
+    ops = {op["name"]: op for op in graph["ops"]}
+    counts: dict[tuple[str, str], int] = {}
+    for b in graph["boundaries"]:
+        if b["relation"] == "dependency":
+            key = (b["producer"], b["consumer"])
+            counts[key] = counts.get(key, 0) + 1
+    problems = []
+    for edge in graph["edges"]:
+        p, c = ops[edge["producer"]], ops[edge["consumer"]]
+        if not (p["computes"] and c["computes"] and p["kernels"] and c["kernels"]):
+            continue
+        apart = not set(p["kernels"]) & set(c["kernels"])
+        n = counts.get((p["name"], c["name"]), 0)
+        if apart and n != 1:
+            problems.append(f"{p['name']} -> {c['name']}: {n} boundary remarks")
+        if not apart and n:
+            problems.append(f"{p['name']} -> {c['name']}: fused but has a boundary")
+    for b in graph["boundaries"]:
+        if b["reason"] not in {r.value for r in Reason}:
+            problems.append(
+                f"{b['producer']} -> {b['consumer']}: unknown reason {b['reason']}"
+            )
+    return problems

@@ -1,0 +1,170 @@
+"""Fusion reports: which ops Inductor fused, which it left apart, and why.
+
+Capture the reports of everything compiled inside a ``with`` block::
+
+    from torch._inductor import fusion_report
+
+    with fusion_report.capture() as rep:
+        torch.compile(fn)(*args)
+    data = rep.to_json()  # plain JSON-serializable dict
+    print(rep.summary())
+
+``data["graphs"]`` has one entry per compiled graph (forward and backward
+apart); see :data:`SCHEMA_VERSION` and ``docs/source/torch.compiler_fusion_remarks.md``
+for the fields.  While a capture is active, Inductor's FX graph cache and
+AOTAutograd's cache are bypassed, because a cache hit skips the scheduler
+whose decisions the report explains; each graph records that in ``cache``.
+
+The same per-graph summary goes to the ``fusion`` log artifact
+(``TORCH_LOGS=fusion``), and the JSON to a ``TORCH_TRACE`` artifact named
+``inductor_fusion_remarks``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from typing import Any
+
+import torch
+import torch._logging
+
+from . import fusion_remarks
+from .fusion_remarks import Category, REASON_INFO, Reason
+
+
+__all__ = ["SCHEMA_VERSION", "FusionCapture", "capture", "reasons_table"]
+
+SCHEMA_VERSION = 1
+
+
+def reasons_table() -> dict[str, dict[str, str]]:
+    """The taxonomy as JSON: ``{code: {"category": ..., "description": ...}}``."""
+    return {
+        reason.value: {"category": category.value, "description": description}
+        for reason, (category, description) in REASON_INFO.items()
+    }
+
+
+class FusionCapture:
+    """The fusion reports of every graph compiled while it is active."""
+
+    def __init__(self) -> None:
+        self.graphs: list[dict[str, Any]] = []
+        self._stack: contextlib.ExitStack | None = None
+
+    def __enter__(self) -> FusionCapture:
+        stack = contextlib.ExitStack()
+        # A cache hit skips lowering and scheduling: bypass the caches so that
+        # every graph compiled in the block is explained.
+        stack.enter_context(
+            torch._inductor.config.patch(
+                fx_graph_cache=False, fx_graph_remote_cache=False
+            )
+        )
+        stack.enter_context(
+            torch._functorch.config.patch(
+                enable_autograd_cache=False, enable_remote_autograd_cache=False
+            )
+        )
+        self._stack = stack
+        fusion_remarks._captures.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self in fusion_remarks._captures:
+            fusion_remarks._captures.remove(self)
+        if self._stack is not None:
+            self._stack.close()
+            self._stack = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "producer": fusion_remarks.producer_identity(),
+            "reasons": reasons_table(),
+            "graphs": [dict(g) for g in self.graphs],
+        }
+
+    def summary(self) -> str:
+        return "\n\n".join(render_graph(g) for g in self.graphs)
+
+
+def capture() -> FusionCapture:
+    """Capture the fusion reports of the graphs compiled inside ``with``."""
+    return FusionCapture()
+
+
+def publish(graph: dict[str, Any]) -> None:
+    """Hand one analysed graph to the captures, the fusion log and TORCH_TRACE."""
+    graph["cache"] = "bypassed" if fusion_remarks._captures else "miss"
+    for active in fusion_remarks._captures:
+        active.graphs.append(graph)
+    if fusion_remarks.fusion_log.isEnabledFor(logging.DEBUG):
+        fusion_remarks.fusion_log.debug("%s", render_graph(graph))
+    torch._logging.trace_structured(
+        "artifact",
+        metadata_fn=lambda: {
+            "name": "inductor_fusion_remarks",
+            "encoding": "json",
+        },
+        payload_fn=lambda: json.dumps(
+            {"schema_version": SCHEMA_VERSION, "graph": graph}, default=str
+        ),
+    )
+
+
+def _short_source(source: str | None) -> str:
+    if not source:
+        return ""
+    filename, _, line = source.rpartition(":")
+    return f"{filename.rsplit('/', 1)[-1]}:{line}"
+
+
+def render_graph(graph: dict[str, Any]) -> str:
+    """The readable per-graph summary (the ``fusion`` log prints this)."""
+    ops = {op["name"]: op for op in graph["ops"]}
+    computing = [op for op in graph["ops"] if op["computes"]]
+    kernels = graph["kernels"]
+    generated = [k for k in kernels if k["kind"] not in ("extern", "fallback")]
+    lines = [
+        f"graph {graph['compile_id']} ({graph['device']}): {len(computing)} ops -> "
+        f"{len(kernels)} kernels ({len(generated)} generated, "
+        f"{len(kernels) - len(generated)} extern)"
+    ]
+    for kernel in kernels:
+        names = [n for n in kernel["ops"] if ops.get(n, {}).get("computes")]
+        sources = sorted(
+            {_short_source(ops[n]["source"]) for n in names if ops[n].get("source")}
+        )
+        where = f"  [{', '.join(sources)}]" if sources else ""
+        state = "fused" if len(names) > 1 else "alone"
+        lines.append(
+            f"  kernel {kernel['name']} ({kernel['kind']}, {state}): "
+            f"{', '.join(names) or '-'}{where}"
+        )
+    boundaries = graph["boundaries"]
+    if boundaries:
+        lines.append(f"  {len(boundaries)} boundaries:")
+    for b in boundaries:
+        arrow = "->" if b["relation"] == "dependency" else "||"
+        sources = [
+            _short_source(ops.get(n, {}).get("source"))
+            for n in (b["producer"], b["consumer"])
+        ]
+        where = " / ".join(s for s in sources if s)
+        lines.append(
+            f"    {b['producer']} {arrow} {b['consumer']}: {b['reason']} "
+            f"({b['category']}, {b['stage']})"
+            + (f" [{where}]" if where else "")
+            + (f": {b['detail']}" if b["detail"] else "")
+        )
+    for op in computing:
+        if op.get("eliminated"):
+            lines.append(f"  {op['name']}: no kernel ({op['eliminated']})")
+    return "\n".join(lines)
+
+
+def category_of(code: str) -> Category:
+    return Reason(code).category
