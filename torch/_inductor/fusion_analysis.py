@@ -127,12 +127,33 @@ def _kernel_name(snode: BaseSchedulerNode, kind: str) -> str:
 
 
 class _Kernel:
-    def __init__(self, snode: BaseSchedulerNode, kind: str) -> None:
+    def __init__(
+        self, snode: BaseSchedulerNode, kind: str, recorder: GraphRecorder
+    ) -> None:
         self.snode = snode
         self.kind = kind
         self.name = _kernel_name(snode, kind)
         self.base = frozenset(n.get_name() for n in snode.get_nodes())
         self.origins = _origins(snode)
+        if kind in ("extern", "fallback"):
+            # An extern kernel's origins also name the ops whose values were
+            # realized as its inputs; it computes only the op it lowers.
+            origin_node = getattr(snode.node, "origin_node", None)
+            if isinstance(origin_node, torch.fx.Node):
+                self.origins = [origin_node]
+        self.function = next(
+            (
+                recorder.kernel_functions[n]
+                for n in sorted(self.base)
+                if n in recorder.kernel_functions
+            ),
+            None,
+        )
+        self.generated = recorder.kernel_counts.get(snode.get_name(), 0)
+        self.writes = {
+            name for n in snode.get_nodes() for name in n.get_buffer_names()
+        } | {dep.name for dep in snode.read_writes.writes}
+        self.reads = {dep.name for dep in snode.read_writes.reads}
 
 
 def analyze_graph(
@@ -149,13 +170,14 @@ def analyze_graph(
         for part in _split_grouped(snode):
             kind = kernel_kind(part)
             if kind is not None:
-                kernels.append(_Kernel(part, kind))
+                kernels.append(_Kernel(part, kind, recorder))
     op_kernels: dict[torch.fx.Node, list[_Kernel]] = {}
     for kernel in kernels:
         for origin in kernel.origins:
             op_kernels.setdefault(origin, []).append(kernel)
 
     ops_json = []
+    eliminated: set[torch.fx.Node] = set()
     for node in fx_ops:
         entry: dict[str, Any] = {
             "name": node.name,
@@ -166,9 +188,10 @@ def analyze_graph(
         }
         if entry["computes"] and not entry["kernels"]:
             entry["eliminated"] = _elimination(node, scheduler)
+            eliminated.add(node)
         ops_json.append(entry)
 
-    edges = list(_edges(fx_ops))
+    edges = _edges(fx_ops, eliminated)
     remarks: list[Remark] = []
     boundaries: list[dict[str, Any]] = []
     for producer, consumer in edges:
@@ -183,7 +206,7 @@ def analyze_graph(
             )
             continue
         boundary, remark = _explain_boundary(
-            producer, consumer, kp[0], kc[0], recorder, label
+            producer, consumer, *_carrier(kp, kc), recorder, label
         )
         boundaries.append(boundary)
         remarks.append(remark)
@@ -225,11 +248,27 @@ def analyze_graph(
         "ops": ops_json,
         "edges": [{"producer": p.name, "consumer": c.name} for p, c in edges],
         "kernels": [
-            {"name": k.name, "kind": k.kind, "ops": [o.name for o in k.origins]}
+            {
+                "name": k.name,
+                "kind": k.kind,
+                "ops": [o.name for o in k.origins],
+                "function": k.function,
+                "generated_kernels": k.generated,
+            }
             for k in kernels
         ],
         "boundaries": boundaries,
         "remarks": [r.to_json() for r in remarks],
+        "evaluated_pairs": [
+            {
+                "first": v.names[0],
+                "second": v.names[1],
+                "fused": v.fused,
+                "reason": v.reason.value if v.reason else None,
+                "detail": v.detail,
+            }
+            for v in recorder.verdicts
+        ],
     }
 
 
@@ -242,22 +281,44 @@ def _split_grouped(snode: BaseSchedulerNode) -> list[BaseSchedulerNode]:
 
 
 def _elimination(node: torch.fx.Node, scheduler: Scheduler) -> str:
+    """Why a computing op has no kernel of its own."""
+    from .virtualized import V
+
     if not node.users:
         return "dead_code"
+    if node.target is torch.ops.aten.cat.default:
+        return "cat_in_place"  # inputs were written into slices of the output
+    if node.name in V.graph.removed_buffers:
+        return "removed"
     return "no_kernel"
 
 
-def _edges(fx_ops: list[torch.fx.Node]) -> list[tuple[torch.fx.Node, torch.fx.Node]]:
-    """Producer->consumer pairs of computing ops, looking through views."""
+def _carrier(kp: list[_Kernel], kc: list[_Kernel]) -> tuple[_Kernel, _Kernel]:
+    """The producer kernel whose buffer a consumer kernel reads, and that consumer."""
+    for c in kc:
+        for p in reversed(kp):
+            if p.writes & c.reads:
+                return p, c
+    return kp[-1], kc[0]
+
+
+def _edges(
+    fx_ops: list[torch.fx.Node], eliminated: set[torch.fx.Node]
+) -> list[tuple[torch.fx.Node, torch.fx.Node]]:
+    """Producer->consumer pairs of computing ops, looking through views and
+    through ops that have no kernel (a cat written in place)."""
     out: list[tuple[torch.fx.Node, torch.fx.Node]] = []
     memo: dict[torch.fx.Node, list[torch.fx.Node]] = {}
+
+    def endpoint(node: torch.fx.Node) -> bool:
+        return computes(node) and node not in eliminated
 
     def producers(node: torch.fx.Node) -> list[torch.fx.Node]:
         if node in memo:
             return memo[node]
         found: list[torch.fx.Node] = []
         for inp in node.all_input_nodes:
-            if computes(inp):
+            if endpoint(inp):
                 found.append(inp)
             elif inp.op == "call_function":
                 found.extend(producers(inp))
@@ -265,7 +326,7 @@ def _edges(fx_ops: list[torch.fx.Node]) -> list[tuple[torch.fx.Node, torch.fx.No
         return memo[node]
 
     for node in fx_ops:
-        if computes(node):
+        if endpoint(node):
             out.extend((producer, node) for producer in producers(node))
     return out
 
@@ -370,6 +431,15 @@ def _explain_boundary(
         elif kp.kind == "template" or kc.kind == "template":
             reason = Reason.TEMPLATE_KERNEL
             detail = "the template's fusion rules were never satisfied for this pair"
+        elif not kp.writes & kc.reads:
+            reason = Reason.NO_COMMON_BUFFER
+            detail = (
+                f"{kc.name} reads {', '.join(sorted(kc.reads)) or 'nothing'}, which "
+                f"{kp.name} does not write ({', '.join(sorted(kp.writes))}): the value "
+                "flows through a buffer the scheduler does not see as shared "
+                "(e.g. a cat written in place)"
+            )
+            stage = Stage.SCHEDULER
         else:
             reason = Reason.NOT_PROPOSED
             detail = _why_not_proposed(kp, kc, recorder)
@@ -501,7 +571,7 @@ def coverage_violations(graph: dict[str, Any]) -> list[str]:
     for edge in graph["edges"]:
         p, c = ops[edge["producer"]], ops[edge["consumer"]]
         if not (p["computes"] and c["computes"] and p["kernels"] and c["kernels"]):
-            continue
+            continue  # views and eliminated ops are not endpoints
         apart = not set(p["kernels"]) & set(c["kernels"])
         n = counts.get((p["name"], c["name"]), 0)
         if apart and n != 1:

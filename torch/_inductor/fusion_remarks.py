@@ -586,6 +586,10 @@ class GraphRecorder:
         self.realizations: dict[str, Realization] = {}
         self.verdicts: list[PairVerdict] = []
         self.base_nodes: list[str] = []
+        # Generated kernels per final scheduler node (Inductor's own metric) and
+        # the generated function that holds each base scheduler node.
+        self.kernel_counts: dict[str, int] = {}
+        self.kernel_functions: dict[str, str] = {}
         self._seq = itertools.count()
         self._depth = 0  # nesting of Scheduler.can_fuse calls
         self._why: list[tuple[str, tuple[Any, ...], str, str]] = []
@@ -888,21 +892,86 @@ def _watch_scheduler(scheduler: Scheduler, recorder: GraphRecorder) -> None:
     scheduler.get_backend = watched_get_backend  # type: ignore[method-assign]
 
 
-def _watch_backend(backend: Any, recorder: GraphRecorder) -> None:
-    for method in ("can_fuse_vertical", "can_fuse_horizontal"):
-        original = getattr(backend, method, None)
-        if original is None:
-            continue
+def _watch_backend(backend: Any, recorder: GraphRecorder, nested: bool = False) -> None:
+    """Wrap a backend's fusion checks and codegen entry points (on the instance)."""
+    from .scheduler import BaseScheduling
 
-        def watched(
-            node1: Any, node2: Any, *args: Any, _original=original, _method=method
-        ) -> bool:
-            result = _original(node1, node2, *args)
-            if not result and recorder._depth > 0:
-                recorder._silent.append(f"{type(backend).__name__}.{_method}")
-            return result
+    if not nested:
+        for method in ("can_fuse_vertical", "can_fuse_horizontal"):
+            original = getattr(backend, method, None)
+            if original is not None:
+                setattr(
+                    backend, method, _watched_check(backend, method, original, recorder)
+                )
+        for method in ("codegen_node", "codegen_template"):
+            original = getattr(backend, method, None)
+            if original is not None:
+                setattr(backend, method, _watched_codegen(original, recorder))
+    original = getattr(backend, "define_kernel", None)
+    if original is not None:
+        backend.define_kernel = _watched_define_kernel(original, recorder)
+    # Combined backends (CUDA: Triton + CUTLASS + ...) delegate to inner ones,
+    # which name the kernels.
+    for value in list(vars(backend).values()):
+        if isinstance(value, BaseScheduling) and value is not backend:
+            _watch_backend(value, recorder, nested=True)
 
-        setattr(backend, method, watched)
+
+def _watched_check(
+    backend: Any, method: str, original: Callable[..., bool], recorder: GraphRecorder
+) -> Callable[..., bool]:
+    def watched(node1: Any, node2: Any, *args: Any, **kwargs: Any) -> bool:
+        result = original(node1, node2, *args, **kwargs)
+        if not result and recorder._depth > 0:
+            recorder._silent.append(f"{type(backend).__name__}.{method}")
+        return result
+
+    return watched
+
+
+def _watched_codegen(
+    original: Callable[..., Any], recorder: GraphRecorder
+) -> Callable[..., Any]:
+    """Count the kernels Inductor's metric counts for each final scheduler node."""
+    from . import metrics
+
+    def watched(node: Any, *args: Any, **kwargs: Any) -> Any:
+        before = metrics.generated_kernel_count
+        try:
+            return original(node, *args, **kwargs)
+        finally:
+            try:
+                name = node.get_name()
+                recorder.kernel_counts[name] = (
+                    recorder.kernel_counts.get(name, 0)
+                    + metrics.generated_kernel_count
+                    - before
+                )
+            except Exception as e:
+                _report_failure(e)
+
+    return watched
+
+
+def _watched_define_kernel(
+    original: Callable[..., Any], recorder: GraphRecorder
+) -> Callable[..., Any]:
+    """Remember the generated function name of each scheduler node."""
+
+    def watched(src_code: Any, nodes: Any, *args: Any, **kwargs: Any) -> Any:
+        name = original(src_code, nodes, *args, **kwargs)
+        try:
+            for node in nodes or ():
+                get_nodes = getattr(node, "get_nodes", None)
+                if get_nodes is None:
+                    continue  # a marker such as EnableReduction
+                for sub in get_nodes():
+                    recorder.kernel_functions.setdefault(sub.get_name(), name)
+        except Exception as e:
+            _report_failure(e)
+        return name
+
+    return watched
 
 
 def _record_verdict(
@@ -962,7 +1031,17 @@ def _rejection_reason(
             detail = text
         if code is None:
             return Reason.BACKEND_REJECTED, detail, {}
-        return _refine_why_no_fuse(code, node1, node2), detail, {}
+        args: dict[str, Any] = {}
+        if code is Reason.NO_SHARED_DATA:
+            common = sorted(node1.used_buffer_names() & node2.used_buffer_names())
+            if common:
+                # Upstream's text reads as if nothing were shared; say what is.
+                args["common_buffers"] = common
+                detail += (
+                    f": both access {', '.join(common)}, but at different "
+                    "indices, so no memory access would be saved"
+                )
+        return _refine_why_no_fuse(code, node1, node2), detail, args
     if node1 is node2:
         return Reason.NOT_PROPOSED, "a node paired with itself", {}
     if node1.is_extern() or node2.is_extern():

@@ -25,6 +25,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
+import re
 from typing import Any
 
 import torch
@@ -102,7 +104,9 @@ def publish(graph: dict[str, Any]) -> None:
     for active in fusion_remarks._captures:
         active.graphs.append(graph)
     if fusion_remarks.fusion_log.isEnabledFor(logging.DEBUG):
-        fusion_remarks.fusion_log.debug("%s", render_graph(graph))
+        fusion_remarks.fusion_log.debug(
+            "%s", render_graph(graph, evaluated_pairs=verbose_log_requested())
+        )
     torch._logging.trace_structured(
         "artifact",
         metadata_fn=lambda: {
@@ -122,8 +126,18 @@ def _short_source(source: str | None) -> str:
     return f"{filename.rsplit('/', 1)[-1]}:{line}"
 
 
-def render_graph(graph: dict[str, Any]) -> str:
-    """The readable per-graph summary (the ``fusion`` log prints this)."""
+def verbose_log_requested() -> bool:
+    """``TORCH_LOGS=+fusion``: torch._logging ignores '+' on artifacts, so read it here."""
+    return bool(
+        re.search(r"(^|,)\s*\+fusion\s*(,|$)", os.environ.get("TORCH_LOGS", ""))
+    )
+
+
+def render_graph(graph: dict[str, Any], evaluated_pairs: bool = False) -> str:
+    """The readable per-graph summary (the ``fusion`` log prints this).
+
+    With ``evaluated_pairs``, every pair the scheduler evaluated follows.
+    """
     ops = {op["name"]: op for op in graph["ops"]}
     computing = [op for op in graph["ops"] if op["computes"]]
     kernels = graph["kernels"]
@@ -140,8 +154,10 @@ def render_graph(graph: dict[str, Any]) -> str:
         )
         where = f"  [{', '.join(sources)}]" if sources else ""
         state = "fused" if len(names) > 1 else "alone"
+        function = kernel.get("function")
+        named = f" = {function}" if function and function != kernel["name"] else ""
         lines.append(
-            f"  kernel {kernel['name']} ({kernel['kind']}, {state}): "
+            f"  kernel {kernel['name']}{named} ({kernel['kind']}, {state}): "
             f"{', '.join(names) or '-'}{where}"
         )
     boundaries = graph["boundaries"]
@@ -163,6 +179,13 @@ def render_graph(graph: dict[str, Any]) -> str:
     for op in computing:
         if op.get("eliminated"):
             lines.append(f"  {op['name']}: no kernel ({op['eliminated']})")
+    if evaluated_pairs:
+        pairs = graph.get("evaluated_pairs", [])
+        lines.append(f"  {len(pairs)} evaluated pairs:")
+        for pair in pairs:
+            verdict = "fused" if pair["fused"] else f"rejected, {pair['reason']}"
+            detail = f": {pair['detail']}" if pair["detail"] else ""
+            lines.append(f"    {pair['first']} + {pair['second']}: {verdict}{detail}")
     return "\n".join(lines)
 
 
