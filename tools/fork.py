@@ -47,7 +47,7 @@ MANIFEST = Path(".fork") / "manifest.json"
 PTH_NAME = "fusion_fork_overlay.pth"
 # Directories of ours that exist upstream at the same paths and go into an
 # upstream pull request.  tools/ is the fork's own tooling and stays here.
-EXPORT_ROOTS = ("torch", "test", "benchmarks")
+EXPORT_ROOTS = ("torch", "test", "benchmarks", "docs")
 # Files that only make sense in the fork (its identity); never exported.
 FORK_ONLY = frozenset(
     {"torch/_fork.py", "torch/version.py", "test/inductor/test_fork_overlay.py"}
@@ -602,7 +602,7 @@ def export_series(fork: Fork, out: Path) -> list[Path]:
             continue
         diff = make_patch(rel, fork.read_pristine(rel), contents[rel])
         patches.append((f"[inductor] Hook fusion instrumentation into {rel}", diff))
-    for root in ("test", "benchmarks"):
+    for root in ("test", "benchmarks", "docs"):
         for rel in new_by_root.get(root, []):
             patches.append(
                 (

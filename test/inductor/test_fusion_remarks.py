@@ -1,0 +1,391 @@
+# Owner(s): ["module: inductor"]
+"""Fusion remarks: every kernel boundary of a compiled graph has one reason.
+
+Each test compiles a real function through ``torch.compile`` with a
+``fusion_report.capture()`` active and checks the report against what Inductor
+generated: the coverage invariant (every producer->consumer edge between ops in
+different kernels has exactly one boundary remark), the kernel count against
+``torch._inductor.metrics.generated_kernel_count``, the result against eager,
+and, where the text is the product, the ``fusion`` log summary verbatim.
+"""
+
+import json
+import logging
+import os
+import re
+from unittest import mock
+
+import torch
+import torch._dynamo
+import torch._logging
+from torch._dynamo.utils import counters
+from torch._inductor import fusion_analysis, fusion_remarks, fusion_report, metrics
+from torch._inductor.test_case import run_tests, TestCase
+from torch._inductor.utils import run_and_get_code
+from torch.testing._internal.logging_utils import LoggingTestCase, make_logging_test
+
+
+def sin_plus_cos(x):
+    return torch.sin(x) + torch.cos(x)
+
+
+def two_axis_reductions_and_mm_relu(x):
+    return x.sum(0).sum() + x.sum(1).sum(), torch.relu(x @ x) * 2
+
+
+def sort_plus_one(x):
+    return torch.sort(x).values + 1
+
+
+def mutate_input(x):
+    x.add_(1)
+    return x * 2
+
+
+def cat_sin_cos(x):
+    return torch.cat([x.sin(), x.cos()]) * 2
+
+
+def softmax(x):
+    return torch.softmax(x, -1)
+
+
+def with_graph_break(x):
+    y = torch.sin(x) * 2
+    torch._dynamo.graph_break()
+    return torch.relu(y) + 1
+
+
+def capture_compiled(test, fn, *args):
+    """Compile ``fn`` under a capture, check it against eager and the invariants."""
+    torch._dynamo.reset()
+    metrics.reset()
+    eager_args = [a.clone() for a in args]
+    with fusion_report.capture() as rep:
+        out = torch.compile(fn)(*args)
+    test.assertEqual(out, fn(*eager_args))
+    data = rep.to_json()
+    json.dumps(data)  # plain JSON
+    test.assertGreaterEqual(len(data["graphs"]), 1)
+    for graph in data["graphs"]:
+        test.assertEqual(fusion_analysis.coverage_violations(graph), [])
+    generated = sum(
+        k["generated_kernels"] for g in data["graphs"] for k in g["kernels"]
+    )
+    test.assertEqual(generated, metrics.generated_kernel_count)
+    return rep
+
+
+def normalize_aot_id(sources):
+    return [re.sub(r"# AOT ID: \['\d+_", "# AOT ID: ['N_", src) for src in sources]
+
+
+def boundaries(rep):
+    return [
+        (b["producer"], b["consumer"], b["reason"], b["category"])
+        for g in rep.graphs
+        for b in g["boundaries"]
+    ]
+
+
+class TestFusionRemarks(TestCase):
+    def test_sin_cos_are_fused_in_one_kernel(self):
+        rep = capture_compiled(self, sin_plus_cos, torch.randn(64))
+        self.assertExpectedInline(
+            rep.summary(),
+            """\
+graph 0/0 (cpu): 3 ops -> 1 kernels (1 generated, 0 extern)
+  kernel op0 = cpp_fused_add_cos_sin_0 (cpp, fused): add, sin, cos  [test_fusion_remarks.py:29]""",
+        )
+        fused = {
+            (r["ops"][0], r["ops"][1]): r["reason"]
+            for r in rep.graphs[0]["remarks"]
+            if r["kind"] == "fused"
+        }
+        self.assertEqual(fused, {("sin", "add"): "inlined", ("cos", "add"): "inlined"})
+
+    def test_two_axis_reductions_and_mm_relu(self):
+        rep = capture_compiled(
+            self, two_axis_reductions_and_mm_relu, torch.randn(32, 32)
+        )
+        self.assertExpectedInline(
+            rep.summary(),
+            """\
+graph 0/0 (cpu): 8 ops -> 7 kernels (6 generated, 1 extern)
+  kernel op0 = cpp_fused_add_sum_0 (cpp, alone): sum_1  [test_fusion_remarks.py:33]
+  kernel op1 = cpp_fused_add_sum_0 (cpp, alone): sum_2  [test_fusion_remarks.py:33]
+  kernel op2 = cpp_fused_add_sum_0 (cpp, alone): sum_3  [test_fusion_remarks.py:33]
+  kernel op3 = cpp_fused_add_sum_0 (cpp, alone): sum_4  [test_fusion_remarks.py:33]
+  kernel op6 = cpp_fused_add_sum_0 (cpp, alone): add  [test_fusion_remarks.py:33]
+  kernel op4:extern_kernels.mm (extern, alone): mm  [test_fusion_remarks.py:33]
+  kernel op5 = cpp_fused_mul_relu_1 (cpp, fused): mul, relu  [test_fusion_remarks.py:33]
+  6 boundaries:
+    sum_1 -> sum_2: cpp_reduction_producer (backend, scheduler) [test_fusion_remarks.py:33 / test_fusion_remarks.py:33]: op0 + op1: CppScheduling.can_fuse_vertical: reduction producer with ranges ((32,), (32,)), consumer ranges ((), (32,))
+    sum_3 -> sum_4: cpp_reduction_producer (backend, scheduler) [test_fusion_remarks.py:33 / test_fusion_remarks.py:33]: op2 + op3: CppScheduling.can_fuse_vertical: reduction producer with ranges ((32,), (32,)), consumer ranges ((), (32,))
+    sum_2 -> add: cpp_reduction_producer (backend, scheduler) [test_fusion_remarks.py:33 / test_fusion_remarks.py:33]: op1 + op6: CppScheduling.can_fuse_vertical: reduction producer with ranges ((), (32,)), consumer ranges ((), ())
+    sum_4 -> add: cpp_reduction_producer (backend, scheduler) [test_fusion_remarks.py:33 / test_fusion_remarks.py:33]: op3 + op6: CppScheduling.can_fuse_vertical: reduction producer with ranges ((), (32,)), consumer ranges ((), ())
+    mm -> relu: extern_kernel (backend, lowering) [test_fusion_remarks.py:33 / test_fusion_remarks.py:33]: op4:extern_kernels.mm is an extern kernel
+    sum_1 || sum_3: no_shared_data (heuristic, scheduler) [test_fusion_remarks.py:33 / test_fusion_remarks.py:33]: op0 + op2: no shared data: both access arg0_1, but at different indices, so no memory access would be saved""",
+        )
+        graph = rep.graphs[0]
+        realized = {
+            r["buffers"][0]: r["reason"]
+            for r in graph["remarks"]
+            if r["stage"] == "lowering" and r["kind"] == "analysis" and r["buffers"]
+        }
+        self.assertEqual(realized["buf0"], "reduction_output")
+        mm_relu = next(b for b in graph["boundaries"] if b["producer"] == "mm")
+        self.assertEqual(mm_relu["stage"], "lowering")
+
+    def test_sort_is_a_fallback_kernel(self):
+        rep = capture_compiled(self, sort_plus_one, torch.randn(8, 16))
+        self.assertEqual(
+            boundaries(rep), [("sort", "add", "fallback_kernel", "backend")]
+        )
+        kinds = sorted(k["kind"] for k in rep.graphs[0]["kernels"])
+        self.assertEqual(kinds, ["cpp", "fallback"])
+
+    def test_input_mutation_fuses(self):
+        rep = capture_compiled(self, mutate_input, torch.randn(8, 16))
+        graph = rep.graphs[0]
+        self.assertEqual(graph["boundaries"], [])
+        self.assertEqual(len(graph["kernels"]), 1)
+        self.assertIn("copy_", graph["kernels"][0]["ops"])
+
+    def test_cat_written_in_place(self):
+        rep = capture_compiled(self, cat_sin_cos, torch.randn(8, 16))
+        graph = rep.graphs[0]
+        cat = next(op for op in graph["ops"] if op["name"] == "cat")
+        self.assertEqual(cat["eliminated"], "cat_in_place")
+        self.assertEqual(
+            sorted(boundaries(rep)),
+            [
+                ("cos", "mul", "no_common_buffer", "not_considered"),
+                ("sin", "mul", "no_common_buffer", "not_considered"),
+            ],
+        )
+
+    def test_softmax_is_one_kernel(self):
+        rep = capture_compiled(self, softmax, torch.randn(8, 16))
+        graph = rep.graphs[0]
+        self.assertEqual(len(graph["kernels"]), 1)
+        self.assertEqual(graph["boundaries"], [])
+        self.assertEqual(
+            sorted(graph["kernels"][0]["ops"]), ["amax", "div", "exp", "sub", "sum_1"]
+        )
+
+    def test_graph_break_gives_one_report_per_graph(self):
+        rep = capture_compiled(self, with_graph_break, torch.randn(8, 16))
+        self.assertEqual([g["compile_id"] for g in rep.graphs], ["0/0", "1/0"])
+        self.assertEqual(
+            [[op["name"] for op in g["ops"]] for g in rep.graphs],
+            [["sin", "mul"], ["relu", "add"]],
+        )
+
+    def test_training_reports_forward_and_backward(self):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)
+        )
+        torch._dynamo.reset()
+        metrics.reset()
+        with fusion_report.capture() as rep:
+            torch.compile(model)(torch.randn(8, 16)).sum().backward()
+        self.assertEqual([g["compile_id"] for g in rep.graphs], ["0/0", "0/0 backward"])
+        for graph in rep.graphs:
+            self.assertEqual(fusion_analysis.coverage_violations(graph), [])
+        forward = boundaries(rep)[:2]
+        self.assertEqual(
+            forward,
+            [
+                ("addmm", "relu", "extern_kernel", "backend"),
+                ("relu", "addmm_1", "extern_kernel", "backend"),
+            ],
+        )
+        self.assertEqual(
+            sum(k["generated_kernels"] for g in rep.graphs for k in g["kernels"]),
+            metrics.generated_kernel_count,
+        )
+
+    def test_warm_cache_is_bypassed_while_capturing(self):
+        x = torch.randn(64)
+        with torch._inductor.config.patch(fx_graph_cache=True):
+            for _ in range(2):
+                torch._dynamo.reset()
+                counters.clear()
+                torch.compile(sin_plus_cos)(x)
+            # The cache is warm: the second compile skipped the scheduler.
+            self.assertEqual(counters["inductor"]["fxgraph_cache_hit"], 1)
+            torch._dynamo.reset()
+            counters.clear()
+            with fusion_report.capture() as rep:
+                torch.compile(sin_plus_cos)(x)
+            self.assertEqual(counters["inductor"]["fxgraph_cache_hit"], 0)
+        self.assertEqual(len(rep.graphs), 1)
+        self.assertEqual(rep.graphs[0]["cache"], "bypassed")
+        self.assertEqual(len(rep.graphs[0]["kernels"]), 1)
+
+    def test_generated_code_is_identical_with_remarks_on(self):
+        cases = [
+            (sin_plus_cos, torch.randn(64)),
+            (two_axis_reductions_and_mm_relu, torch.randn(16, 16)),
+            (softmax, torch.randn(8, 16)),
+            (cat_sin_cos, torch.randn(8, 16)),
+        ]
+        for fn, x in cases:
+            with self.subTest(fn=fn.__name__):
+                torch._dynamo.reset()
+                with torch._inductor.config.patch(fx_graph_cache=False):
+                    _, plain = run_and_get_code(torch.compile(fn), x)
+                torch._dynamo.reset()
+                with fusion_report.capture() as rep:
+                    _, remarked = run_and_get_code(torch.compile(fn), x)
+                self.assertEqual(len(rep.graphs), 1)
+                # Only the AOT graph counter in the header differs between compiles.
+                self.assertEqual(normalize_aot_id(plain), normalize_aot_id(remarked))
+
+    def test_instrumentation_fault_does_not_fail_the_compile(self):
+        def broken(*args, **kwargs):
+            raise RuntimeError("injected fault")
+
+        self.addCleanup(setattr, fusion_remarks, "_reported_failure", False)
+        fusion_remarks._reported_failure = False
+        torch._dynamo.reset()
+        x = torch.randn(64)
+        with (
+            mock.patch.object(fusion_analysis, "analyze_graph", broken),
+            self.assertLogs(fusion_remarks.log, level="WARNING") as logs,
+            fusion_report.capture() as rep,
+        ):
+            out = torch.compile(sin_plus_cos)(x)
+            torch._dynamo.reset()
+            torch.compile(softmax)(x.view(8, 8))
+        self.assertEqual(out, sin_plus_cos(x))
+        self.assertEqual(rep.graphs, [])
+        # Reported once, not once per graph.
+        self.assertEqual(len(logs.records), 1)
+        self.assertIn("injected fault", logs.output[0])
+
+    def test_remarks_cost_nothing_when_off(self):
+        # With no capture and no fusion log, the hooks record nothing.
+        self.assertFalse(fusion_remarks.is_enabled())
+        torch._dynamo.reset()
+        graphs = []
+        with mock.patch.object(fusion_report, "publish", graphs.append):
+            torch.compile(sin_plus_cos)(torch.randn(64))
+        self.assertEqual(graphs, [])
+
+    def test_json_schema(self):
+        rep = capture_compiled(self, two_axis_reductions_and_mm_relu, torch.randn(8, 8))
+        data = rep.to_json()
+        self.assertEqual(data["schema_version"], fusion_report.SCHEMA_VERSION)
+        self.assertEqual(data["reasons"]["would_create_cycle"]["category"], "legality")
+        graph = data["graphs"][0]
+        self.assertTrue(
+            {"compile_id", "device", "ops", "edges", "kernels", "boundaries", "remarks"}
+            <= set(graph)
+        )
+        self.assertEqual(
+            set(graph["ops"][0]) - {"eliminated"},
+            {"name", "target", "computes", "kernels", "source"},
+        )
+        for kernel in graph["kernels"]:
+            self.assertIn(
+                kernel["kind"],
+                {"cpp", "triton", "template", "foreach", "combo", "extern", "fallback"},
+            )
+        for boundary in graph["boundaries"]:
+            self.assertIn(boundary["reason"], data["reasons"])
+            self.assertEqual(
+                boundary["category"], data["reasons"][boundary["reason"]]["category"]
+            )
+            self.assertIn(boundary["relation"], {"dependency", "shared_input"})
+        ops = {op["name"] for op in graph["ops"]}
+        for edge in graph["edges"]:
+            self.assertIn(edge["producer"], ops)
+            self.assertIn(edge["consumer"], ops)
+
+    def test_trace_structured_artifact(self):
+        payloads = []
+
+        class Collect(logging.Handler):
+            def emit(self, record):
+                metadata = record.metadata
+                if (
+                    metadata.get("artifact", {}).get("name")
+                    == "inductor_fusion_remarks"
+                ):
+                    payloads.append(json.loads(record.payload))
+
+        trace_log = torch._logging._internal.trace_log
+        handler = Collect()
+        trace_log.addHandler(handler)
+        self.addCleanup(trace_log.removeHandler, handler)
+        with mock.patch.object(trace_log, "level", logging.DEBUG):
+            capture_compiled(self, sin_plus_cos, torch.randn(64))
+        self.assertEqual(len(payloads), 1)
+        self.assertEqual(payloads[0]["schema_version"], fusion_report.SCHEMA_VERSION)
+        self.assertEqual(
+            payloads[0]["graph"]["kernels"][0]["ops"], ["add", "sin", "cos"]
+        )
+
+
+class TestFusionLog(LoggingTestCase):
+    @make_logging_test(fusion=True)
+    def test_fusion_log_answers_does_inductor_fuse_sin_and_cos(self, records):
+        torch.compile(sin_plus_cos)(torch.randn(64))
+        summaries = [
+            r.getMessage()
+            for r in records
+            if r.name.endswith("__fusion") and r.getMessage().startswith("graph ")
+        ]
+        self.assertEqual(len(summaries), 1)
+        self.assertExpectedInline(
+            summaries[0],
+            """\
+graph 0/0 (cpu): 3 ops -> 1 kernels (1 generated, 0 extern)
+  kernel op0 = cpp_fused_add_cos_sin_0 (cpp, fused): add, sin, cos  [test_fusion_remarks.py:29]""",
+        )
+
+    @make_logging_test(fusion=True)
+    def test_verbose_fusion_log_lists_evaluated_pairs(self, records):
+        with mock.patch.dict(os.environ, {"TORCH_LOGS": "+fusion"}):
+            torch.compile(two_axis_reductions_and_mm_relu)(torch.randn(16, 16))
+        summary = next(
+            r.getMessage()
+            for r in records
+            if r.name.endswith("__fusion") and r.getMessage().startswith("graph ")
+        )
+        self.assertIn("evaluated pairs:", summary)
+        self.assertIn("op0 + op1: rejected, cpp_reduction_producer", summary)
+
+
+class TestTaxonomy(TestCase):
+    def test_every_reason_has_category_and_description(self):
+        for reason in fusion_remarks.Reason:
+            self.assertIn(reason, fusion_remarks.REASON_INFO)
+            self.assertTrue(reason.description)
+            self.assertRegex(reason.value, r"^[a-z][a-z0-9_]*$")
+
+    def test_docs_table_matches_the_enum(self):
+        docs = os.path.join(
+            os.path.dirname(__file__),
+            "..",
+            "..",
+            "docs",
+            "source",
+            "torch.compiler_fusion_remarks.md",
+        )
+        with open(docs) as f:
+            rows = [
+                line.split("|")
+                for line in f
+                if line.startswith("| `") and line.count("|") >= 4
+            ]
+        table = {row[1].strip().strip("`"): row[2].strip() for row in rows}
+        expected = {r.value: r.category.value for r in fusion_remarks.Reason}
+        self.assertEqual(table, expected)
+
+
+if __name__ == "__main__":
+    run_tests()
