@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import re
+import unittest
 from unittest import mock
 
 import torch
@@ -22,6 +23,7 @@ from torch._dynamo.utils import counters
 from torch._inductor import fusion_analysis, fusion_remarks, fusion_report, metrics
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
+from torch.testing._internal.inductor_utils import GPU_TYPE, HAS_GPU
 from torch.testing._internal.logging_utils import LoggingTestCase, make_logging_test
 
 
@@ -56,14 +58,18 @@ def with_graph_break(x):
     return torch.relu(y) + 1
 
 
-def capture_compiled(test, fn, *args):
+def mm_relu(a, b):
+    return torch.relu(a @ b) * 2
+
+
+def capture_compiled(test, fn, *args, **compile_kwargs):
     """Compile ``fn`` under a capture, check it against eager and the invariants."""
     torch._dynamo.reset()
     metrics.reset()
     eager_args = [a.clone() for a in args]
     with fusion_report.capture() as rep:
-        out = torch.compile(fn)(*args)
-    test.assertEqual(out, fn(*eager_args))
+        out = torch.compile(fn, **compile_kwargs)(*args)
+    test.assertEqual(out, fn(*eager_args), atol=1e-2, rtol=1e-2)
     data = rep.to_json()
     json.dumps(data)  # plain JSON
     test.assertGreaterEqual(len(data["graphs"]), 1)
@@ -328,6 +334,52 @@ graph 0/0 (cpu): 8 ops -> 7 kernels (6 generated, 1 extern)
         self.assertEqual(
             payloads[0]["graph"]["kernels"][0]["ops"], ["add", "sin", "cos"]
         )
+
+    def test_dynamic_shapes(self):
+        rep = capture_compiled(
+            self, two_axis_reductions_and_mm_relu, torch.randn(16, 16), dynamic=True
+        )
+        self.assertEqual(len(rep.graphs), 1)
+        self.assertEqual(len(rep.graphs[0]["boundaries"]), 6)
+
+
+@unittest.skipUnless(HAS_GPU, "needs a GPU")
+class TestFusionRemarksGPU(TestCase):
+    def test_sin_cos_one_triton_kernel(self):
+        rep = capture_compiled(self, sin_plus_cos, torch.randn(1024, device=GPU_TYPE))
+        (kernel,) = rep.graphs[0]["kernels"]
+        self.assertEqual(kernel["kind"], "triton")
+        self.assertTrue(kernel["function"].startswith("triton_"), kernel["function"])
+        self.assertEqual(sorted(kernel["ops"]), ["add", "cos", "sin"])
+
+    def test_two_axis_reductions_and_mm_relu(self):
+        rep = capture_compiled(
+            self,
+            two_axis_reductions_and_mm_relu,
+            torch.randn(256, 256, device=GPU_TYPE),
+        )
+        reasons = {b["reason"] for b in rep.graphs[0]["boundaries"]}
+        self.assertIn("extern_kernel", reasons)
+
+    def test_max_autotune_template_epilogue(self):
+        a = torch.randn(256, 256, device=GPU_TYPE)
+        b = torch.randn(256, 256, device=GPU_TYPE)
+        with torch._inductor.config.patch(max_autotune_gemm_backends="TRITON"):
+            rep = capture_compiled(
+                self, mm_relu, a, b, mode="max-autotune-no-cudagraphs"
+            )
+        graph = rep.graphs[0]
+        templates = [k for k in graph["kernels"] if k["kind"] == "template"]
+        self.assertEqual(len(templates), 1)
+        self.assertEqual(sorted(templates[0]["ops"]), ["mm", "mul", "relu"])
+        fused = {r["reason"] for r in graph["remarks"] if r["kind"] == "fused"}
+        self.assertIn("fused_template_epilogue", fused)
+
+    def test_reduce_overhead_mode(self):
+        rep = capture_compiled(
+            self, softmax, torch.randn(64, 128, device=GPU_TYPE), mode="reduce-overhead"
+        )
+        self.assertEqual(len(rep.graphs[0]["kernels"]), 1)
 
 
 class TestFusionLog(LoggingTestCase):

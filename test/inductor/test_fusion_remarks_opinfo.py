@@ -47,7 +47,9 @@ def _subset() -> list:
 
 
 def _clone(value):
-    return copy.deepcopy(value) if not isinstance(value, torch.Tensor) else value.clone()
+    return (
+        copy.deepcopy(value) if not isinstance(value, torch.Tensor) else value.clone()
+    )
 
 
 class TestFusionRemarksOpInfo(TestCase):
@@ -85,7 +87,9 @@ class TestFusionRemarksOpInfo(TestCase):
             return
         for graph in rep.graphs:
             self.assertEqual(fusion_analysis.coverage_violations(graph), [])
-        generated = sum(k["generated_kernels"] for g in rep.graphs for k in g["kernels"])
+        generated = sum(
+            k["generated_kernels"] for g in rep.graphs for k in g["kernels"]
+        )
         self.assertEqual(generated, metrics.generated_kernel_count)
 
     def _fails_without_remarks(self, fn, arguments, expected, with_remarks):
@@ -99,9 +103,7 @@ class TestFusionRemarksOpInfo(TestCase):
             self.skipTest(
                 f"fails in stock Inductor too: {type(without_remarks).__name__}"
             )
-        raise AssertionError(
-            "fails only with fusion remarks on"
-        ) from with_remarks
+        raise AssertionError("fails only with fusion remarks on") from with_remarks
 
 
 instantiate_device_type_tests(
