@@ -160,23 +160,46 @@ def default_overlay() -> Path:
 
 
 def git_revision(repo: Path) -> str:
-    """``<sha>`` or ``<sha>-dirty``; FORK_REVISION or 'unknown' without git."""
+    """``<sha>`` or ``<sha>-dirty``; without a usable git, read .git by hand.
+
+    On the GPU machine the tree arrives with its .git but owned by another
+    user, which git refuses by default (``safe.directory``).
+    """
+    git = ["git", "-c", f"safe.directory={repo}", "-C", str(repo)]
     try:
         sha = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
+            [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            [*git, "status", "--porcelain", "--untracked-files=no"],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
         return sha[:12] + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
-        return os.environ.get("FORK_REVISION", "unknown")
+        pass
+    if os.environ.get("FORK_REVISION"):
+        return os.environ["FORK_REVISION"]
+    return _read_git_head(repo / ".git") or "unknown"
+
+
+def _read_git_head(git_dir: Path) -> str | None:
+    """The commit .git/HEAD points to, from loose or packed refs."""
+    try:
+        head = (git_dir / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head[:12]
+        ref = head[len("ref: ") :]
+        loose = git_dir / ref
+        if loose.is_file():
+            return loose.read_text().strip()[:12]
+        for line in (git_dir / "packed-refs").read_text().splitlines():
+            if line.endswith(" " + ref):
+                return line.split()[0][:12]
+    except OSError:
+        return None
+    return None
 
 
 def source_digest(fork: Fork) -> str:

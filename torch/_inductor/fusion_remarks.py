@@ -1104,6 +1104,9 @@ def _cpp_reason(
 @contextlib.contextmanager
 def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
     """Wraps ``Scheduler.codegen``; on success, analyse and publish the graph."""
+    from . import metrics
+
+    before = metrics.generated_kernel_count
     yield
     if not is_enabled():
         return
@@ -1114,6 +1117,9 @@ def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
         from . import fusion_analysis, fusion_report
 
         report = fusion_analysis.analyze_graph(scheduler, recorder, graph_label())
+        # Inductor's metric also counts kernels made while autotuning during
+        # lowering; what this graph's codegen generated is the difference.
+        report["generated_kernel_count"] = metrics.generated_kernel_count - before
         fusion_report.publish(report)
     except Exception as e:
         _report_failure(e)
