@@ -160,11 +160,14 @@ def default_overlay() -> Path:
 
 
 def git_revision(repo: Path) -> str:
-    """``<sha>`` or ``<sha>-dirty``; without a usable git, read .git by hand.
+    """``<sha>`` or ``<sha>-dirty`` of the fork's repository.
 
-    On the GPU machine the tree arrives with its .git but owned by another
-    user, which git refuses by default (``safe.directory``).
+    ``FORK_REVISION`` overrides it: the GPU machine's copy of the tree has a
+    .git without its refs.  A .git owned by another user is accepted
+    (``safe.directory``), and without git the refs are read by hand.
     """
+    if os.environ.get("FORK_REVISION"):
+        return os.environ["FORK_REVISION"]  # set by hand where .git is unusable
     git = ["git", "-c", f"safe.directory={repo}", "-C", str(repo)]
     try:
         sha = subprocess.run(
@@ -179,8 +182,6 @@ def git_revision(repo: Path) -> str:
         return sha[:12] + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         pass
-    if os.environ.get("FORK_REVISION"):
-        return os.environ["FORK_REVISION"]
     return _read_git_head(repo / ".git") or "unknown"
 
 

@@ -149,7 +149,12 @@ class _Kernel:
             ),
             None,
         )
-        self.generated = recorder.kernel_counts.get(snode.get_name(), 0)
+        # Templates are generated through their template sub-node, so the
+        # count may be recorded under a base node's name.
+        self.generated = sum(
+            recorder.kernel_counts.get(name, 0)
+            for name in {snode.get_name(), *self.base}
+        )
         self.writes = {
             name for n in snode.get_nodes() for name in n.get_buffer_names()
         } | {dep.name for dep in snode.read_writes.writes}
