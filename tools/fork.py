@@ -756,7 +756,11 @@ def activate(fork: Fork) -> Path:
         )
     site = Path(sysconfig.get_paths()["purelib"])
     pth = site / PTH_NAME
-    line = f"import sys; sys.path.insert(0, {str(fork.overlay)!r})\n"
+    # FUSION_FORK_DISABLE=1 runs stock torch in the same virtualenv (to compare).
+    line = (
+        "import os, sys; os.environ.get('FUSION_FORK_DISABLE') or "
+        f"sys.path.insert(0, {str(fork.overlay)!r})\n"
+    )
     if not pth.exists() or pth.read_text() != line:
         pth.write_text(line)
     return pth

@@ -1,0 +1,119 @@
+"""Compile-time overhead of fusion remarks.
+
+Three arms, each compile in a fresh process with a fresh, empty Inductor
+cache directory (so every compile lowers, schedules and generates code):
+
+* ``stock``: upstream torch 2.11.0 (the overlay disabled with
+  ``FUSION_FORK_DISABLE=1``; needs the fork's virtualenv),
+* ``fork``: the fork with fusion logging off (the hooks return at once),
+* ``capture``: the fork inside ``fusion_report.capture()``.
+
+The arms run interleaved, round after round, so that drift of the machine
+affects all alike; the table reports the median compile time per arm and the
+overhead against ``stock``.  Compile time is the wall time of the first call
+of the compiled model (Dynamo + AOTAutograd + Inductor + C++/Triton compile),
+measured inside the process.
+
+    .venv/bin/python benchmarks/fusion/overhead.py --models resnet18,bert --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+HERE = Path(__file__).resolve().parent
+ARMS = ("stock", "fork", "capture")
+
+
+def child(model: str, device: str, arm: str) -> None:
+    """Runs in the measured process: build, compile, print the seconds."""
+    import time
+
+    import torch
+
+    sys.path.insert(0, str(HERE))
+    from coverage import build
+
+    torch.manual_seed(0)
+    module, inputs = build(model, device, "ci" if device == "cpu" else "full")
+    compiled = torch.compile(module)
+    if arm == "capture":
+        from torch._inductor import fusion_report
+
+        start = time.perf_counter()
+        with torch.no_grad(), fusion_report.capture() as rep:
+            compiled(*inputs)
+        seconds = time.perf_counter() - start
+        assert rep.graphs, "capture recorded nothing"
+    else:
+        if arm == "fork":
+            assert hasattr(torch.version, "fork"), "the fork is not active"
+        else:
+            assert not hasattr(torch.version, "fork"), "stock arm runs the fork"
+        start = time.perf_counter()
+        with torch.no_grad():
+            compiled(*inputs)
+        seconds = time.perf_counter() - start
+    print(json.dumps({"seconds": seconds}))
+
+
+def measure(model: str, device: str, arm: str) -> float:
+    with tempfile.TemporaryDirectory(prefix="overhead-cache-") as cache:
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, HF_HUB_OFFLINE="1")
+        env.pop("TORCH_LOGS", None)
+        if arm == "stock":
+            env["FUSION_FORK_DISABLE"] = "1"
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", model, device, arm],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    return json.loads(out.strip().splitlines()[-1])["seconds"]
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child(*sys.argv[2:5])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="resnet18,bert")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", help="write the raw times here")
+    args = parser.parse_args()
+
+    times: dict[str, dict[str, list[float]]] = {}
+    for model in args.models.split(","):
+        times[model] = {arm: [] for arm in ARMS}
+        measure(model, args.device, "fork")  # warm the OS file cache, discarded
+        for round_ in range(args.repeats):
+            for arm in ARMS:
+                seconds = measure(model, args.device, arm)
+                times[model][arm].append(seconds)
+                print(f"{model} round {round_ + 1} {arm}: {seconds:.2f} s", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(times, indent=2) + "\n")
+    print()
+    print(
+        f"{'model':10} {'stock s':>8} {'fork s':>8} {'capture s':>9} {'fork':>7} {'capture':>8}"
+    )
+    for model, arms in times.items():
+        med = {arm: statistics.median(v) for arm, v in arms.items()}
+        print(
+            f"{model:10} {med['stock']:8.2f} {med['fork']:8.2f} {med['capture']:9.2f} "
+            f"{med['fork'] / med['stock'] - 1:+7.1%} {med['capture'] / med['stock'] - 1:+8.1%}"
+        )
+
+
+if __name__ == "__main__":
+    main()
