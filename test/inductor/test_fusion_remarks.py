@@ -59,6 +59,11 @@ def with_graph_break(x):
     return torch.relu(y) + 1
 
 
+def addmm_through_views(x, w, b):
+    y = (x.t().t() @ w) + b
+    return torch.relu(y.view(-1).view(y.shape))
+
+
 def mm_relu(a, b):
     return torch.relu(a @ b) * 2
 
@@ -351,6 +356,27 @@ graph 0/0 (cpu): 8 ops -> 7 kernels (6 generated, 1 extern)
         self.assertEqual(
             payloads[0]["graph"]["kernels"][0]["ops"], ["add", "sin", "cos"]
         )
+
+    def test_fx_pass_remarks(self):
+        rep = capture_compiled(
+            self,
+            addmm_through_views,
+            torch.randn(8, 8),
+            torch.randn(8, 8),
+            torch.randn(8),
+        )
+        passes = [r for r in rep.graphs[0]["remarks"] if r["stage"] == "fx_pass"]
+        self.assertTrue(passes)
+        matched = [r for r in passes if r["args"].get("matches")]
+        self.assertTrue(matched, passes)
+        for remark in passes:
+            self.assertEqual(remark["reason"], "fx_pass_rewrote_graph")
+            self.assertNotEqual(
+                (remark["args"]["erased"], remark["args"]["created"]), (0, 0)
+            )
+        self.assertIn("fx passes: pattern_matcher", rep.summary())
+        kinds = sorted(k["kind"] for k in rep.graphs[0]["kernels"])
+        self.assertEqual(kinds, ["cpp", "extern"])
 
     def test_dynamic_shapes(self):
         rep = capture_compiled(

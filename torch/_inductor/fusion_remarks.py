@@ -67,6 +67,7 @@ class Category(str, enum.Enum):
     CONFIG = "config"  # a flag disabled it
     NOT_CONSIDERED = "not_considered"  # the pair was never proposed
     FUSED = "fused"  # not a boundary: the reason two ops share a kernel
+    ANALYSIS = "analysis"  # not a boundary: what a pass did to the graph
 
 
 class Stage(str, enum.Enum):
@@ -77,13 +78,14 @@ class Stage(str, enum.Enum):
     CODEGEN = "codegen"
 
 
-_L, _H, _B, _C, _N, _F = (
+_L, _H, _B, _C, _N, _F, _A = (
     Category.LEGALITY,
     Category.HEURISTIC,
     Category.BACKEND,
     Category.CONFIG,
     Category.NOT_CONSIDERED,
     Category.FUSED,
+    Category.ANALYSIS,
 )
 
 
@@ -180,6 +182,8 @@ class Reason(str, enum.Enum):
     NO_COMMON_BUFFER = "no_common_buffer"
     # Graph breaks.
     GRAPH_BREAK = "graph_break"
+    # FX passes (pre-grad, joint-graph, post-grad, pattern replacements).
+    FX_PASS_REWROTE_GRAPH = "fx_pass_rewrote_graph"
 
     @property
     def category(self) -> Category:
@@ -452,6 +456,10 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     R.GRAPH_BREAK: (
         _L,
         "the ops are in different graphs, separated by a Dynamo graph break",
+    ),
+    R.FX_PASS_REWROTE_GRAPH: (
+        _A,
+        "an FX pass (e.g. a pattern replacement) changed the graph before lowering; args give matches and node counts",
     ),
 }
 del R
@@ -780,6 +788,88 @@ def _run_node_fx_node(frame: Any) -> torch.fx.Node | None:
 def _run_node_is_output(frame: Any) -> bool:
     f = _find_frame(frame, "run_node")
     return bool(f is not None and f.f_locals.get("is_output"))
+
+
+# ---------------------------------------------------------------------------
+# FX pass hooks: GraphTransformObserver (every named Inductor FX pass) and
+# PatternMatcherPass.apply (match counts)
+
+# Remarks of FX passes wait here until the graph they belong to is analysed:
+# pre-grad and joint-graph passes run before any GraphLowering exists.
+_pending_fx_remarks: list[tuple[str, Remark]] = []
+_MAX_PENDING_FX_REMARKS = 1000
+
+
+@dataclasses.dataclass
+class _FxPassWatch:
+    passname: str
+    names: set[str]
+
+
+def _compile_key() -> str:
+    compile_id = CompileContext.current_compile_id()
+    return str(compile_id) if compile_id is not None else ""
+
+
+@_guarded
+def fx_pass_enter(gm: torch.fx.GraphModule, passname: str) -> _FxPassWatch | None:
+    """Called when GraphTransformObserver enters: remember the graph's nodes."""
+    if not is_enabled():
+        return None
+    return _FxPassWatch(passname, {n.name for n in gm.graph.nodes})
+
+
+@_guarded
+def fx_pass_exit(watch: _FxPassWatch | None, gm: torch.fx.GraphModule) -> None:
+    """Called when GraphTransformObserver exits: record the pass if it changed the graph."""
+    if watch is None:
+        return
+    after = {n.name for n in gm.graph.nodes}
+    erased, created = watch.names - after, after - watch.names
+    if not erased and not created:
+        return
+    del _pending_fx_remarks[:-_MAX_PENDING_FX_REMARKS]  # compiles that never finished
+    _pending_fx_remarks.append(
+        (
+            _compile_key(),
+            Remark(
+                Kind.ANALYSIS,
+                Reason.FX_PASS_REWROTE_GRAPH,
+                Stage.FX_PASS,
+                args={
+                    "pass": watch.passname,
+                    "nodes_before": len(watch.names),
+                    "nodes_after": len(after),
+                    "erased": len(erased),
+                    "created": len(created),
+                },
+                detail=(
+                    f"{watch.passname}: {len(watch.names)} -> {len(after)} nodes "
+                    f"({len(erased)} erased, {len(created)} created)"
+                ),
+                graph=_compile_key(),
+            ),
+        )
+    )
+
+
+@_guarded
+def record_pattern_matches(pass_name: str, count: int) -> None:
+    """Called at the end of PatternMatcherPass.apply with its match count."""
+    if not count or not is_enabled():
+        return
+    for key, remark in reversed(_pending_fx_remarks):
+        if key == _compile_key() and remark.args.get("pass") == pass_name:
+            remark.args["matches"] = remark.args.get("matches", 0) + count
+            return
+
+
+def take_fx_pass_remarks() -> list[Remark]:
+    """The FX pass remarks recorded so far for the current compile."""
+    key = _compile_key()
+    mine = [remark for k, remark in _pending_fx_remarks if k == key]
+    _pending_fx_remarks[:] = [(k, r) for k, r in _pending_fx_remarks if k != key]
+    return mine
 
 
 # ---------------------------------------------------------------------------
@@ -1120,6 +1210,7 @@ def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
         # Inductor's metric also counts kernels made while autotuning during
         # lowering; what this graph's codegen generated is the difference.
         report["generated_kernel_count"] = metrics.generated_kernel_count - before
+        report["remarks"].extend(r.to_json() for r in take_fx_pass_remarks())
         fusion_report.publish(report)
     except Exception as e:
         _report_failure(e)

@@ -160,6 +160,20 @@ def render_graph(graph: dict[str, Any], evaluated_pairs: bool = False) -> str:
             f"  kernel {kernel['name']}{named} ({kernel['kind']}, {state}): "
             f"{', '.join(names) or '-'}{where}"
         )
+    passes = [r for r in graph["remarks"] if r["stage"] == "fx_pass"]
+    if passes:
+        lines.append(
+            "  fx passes: "
+            + "; ".join(
+                r["detail"]
+                + (
+                    f", {r['args']['matches']} matches"
+                    if "matches" in r["args"]
+                    else ""
+                )
+                for r in passes
+            )
+        )
     boundaries = graph["boundaries"]
     if boundaries:
         lines.append(f"  {len(boundaries)} boundaries:")
