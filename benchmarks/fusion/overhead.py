@@ -15,6 +15,10 @@ of the compiled model (Dynamo + AOTAutograd + Inductor + C++/Triton compile),
 measured inside the process.
 
     .venv/bin/python benchmarks/fusion/overhead.py --models resnet18,bert --repeats 5
+    .venv/bin/python benchmarks/fusion/overhead.py --hook-cost resnet18,bert
+
+The second form bounds the cost of the disabled hooks exactly: it counts
+their calls during one compile and times a disabled call.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -65,6 +70,82 @@ def child(model: str, device: str, arm: str) -> None:
     print(json.dumps({"seconds": seconds}))
 
 
+HOOKS = (
+    "record_realize",
+    "record_why_no_fuse",
+    "begin_fusion",
+    "fx_pass_enter",
+    "fx_pass_exit",
+    "record_pattern_matches",
+    "watch_codegen",
+)
+
+
+def hook_cost(model: str, device: str) -> dict[str, object]:
+    """Count the hook calls of one compile with remarks off, and time each call.
+
+    Wall-clock compile times on a 2-core machine vary by several percent
+    between identical runs; this bound does not: (calls x cost per call of a
+    disabled hook) is all the fork adds when the fusion log is off.
+    """
+    import timeit
+
+    import torch
+    from torch._inductor import fusion_remarks
+
+    sys.path.insert(0, str(HERE))
+    from coverage import build
+
+    assert not fusion_remarks.is_enabled(), "remarks must be off for this bound"
+    calls = dict.fromkeys(HOOKS, 0)
+    originals = {name: getattr(fusion_remarks, name) for name in HOOKS}
+
+    def counting(name):
+        def hook(*args, **kwargs):
+            calls[name] += 1
+            return originals[name](*args, **kwargs)
+
+        return hook
+
+    for name in HOOKS:
+        setattr(fusion_remarks, name, counting(name))
+    torch.manual_seed(0)
+    module, inputs = build(model, device, "ci" if device == "cpu" else "full")
+    start = time.perf_counter()
+    with torch.no_grad():
+        torch.compile(module)(*inputs)
+    compile_s = time.perf_counter() - start
+    for name in HOOKS:
+        setattr(fusion_remarks, name, originals[name])
+
+    class Node:  # what a disabled hook may touch before returning
+        nodes: list = []
+
+    gm = torch.fx.symbolic_trace(torch.nn.Identity())
+    samples = {
+        "record_realize": lambda: fusion_remarks.record_realize(None),
+        "record_why_no_fuse": lambda: fusion_remarks.record_why_no_fuse(None),
+        "begin_fusion": lambda: fusion_remarks.begin_fusion(Node()),
+        "fx_pass_enter": lambda: fusion_remarks.fx_pass_enter(gm, "p"),
+        "fx_pass_exit": lambda: fusion_remarks.fx_pass_exit(None, gm),
+        "record_pattern_matches": lambda: fusion_remarks.record_pattern_matches("p", 1),
+        "watch_codegen": lambda: fusion_remarks.watch_codegen(None).__enter__(),
+    }
+    per_call = {
+        name: min(timeit.repeat(fn, number=10000, repeat=5)) / 10000
+        for name, fn in samples.items()
+    }
+    added = sum(calls[name] * per_call[name] for name in HOOKS)
+    return {
+        "model": model,
+        "compile_s": compile_s,
+        "calls": calls,
+        "per_call_us": {k: v * 1e6 for k, v in per_call.items()},
+        "added_s": added,
+        "fraction": added / compile_s,
+    }
+
+
 def measure(model: str, device: str, arm: str) -> float:
     with tempfile.TemporaryDirectory(prefix="overhead-cache-") as cache:
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, HF_HUB_OFFLINE="1")
@@ -84,6 +165,16 @@ def measure(model: str, device: str, arm: str) -> float:
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(*sys.argv[2:5])
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--hook-cost":
+        for model in sys.argv[2].split(","):
+            result = hook_cost(model, sys.argv[3] if len(sys.argv) > 3 else "cpu")
+            print(json.dumps(result, indent=1))
+            print(
+                f"{model}: {sum(result['calls'].values())} hook calls add "
+                f"{result['added_s'] * 1e3:.3f} ms to a {result['compile_s']:.1f} s "
+                f"compile ({result['fraction']:.5%})"
+            )
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="resnet18,bert")
