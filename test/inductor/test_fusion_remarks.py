@@ -23,7 +23,7 @@ import torch._logging
 from torch._dynamo.utils import counters
 from torch._inductor import fusion_analysis, fusion_remarks, fusion_report, metrics
 from torch._inductor.test_case import run_tests, TestCase
-from torch._inductor.utils import run_and_get_code
+from torch._inductor.utils import fresh_cache, run_and_get_code
 from torch.testing._internal.inductor_utils import GPU_TYPE, HAS_GPU
 from torch.testing._internal.logging_utils import LoggingTestCase, make_logging_test
 
@@ -251,6 +251,10 @@ graph 0/0 (cpu): 8 ops -> 7 kernels (6 generated, 1 extern)
             self.assertEqual(counters["inductor"]["fxgraph_cache_hit"], 0)
         self.assertEqual(len(rep.graphs), 1)
         self.assertEqual(rep.graphs[0]["cache"], "bypassed")
+        self.assertIn(
+            ("analysis", "cache_bypassed", "cache"),
+            [(r["kind"], r["reason"], r["stage"]) for r in rep.graphs[0]["remarks"]],
+        )
         self.assertEqual(len(rep.graphs[0]["kernels"]), 1)
 
     def test_generated_code_is_identical_with_remarks_on(self):
@@ -444,6 +448,50 @@ class TestFusionLog(LoggingTestCase):
 graph 0/0 (cpu): 3 ops -> 1 kernels (1 generated, 0 extern)
   kernel op0 = cpp_fused_add_cos_sin_0 (cpp, fused): add, sin, cos  [<sin_plus_cos>]""",
         )
+
+    def fusion_summaries(self, records):
+        return [
+            source_lines(r.getMessage())
+            for r in records
+            if r.name.endswith("__fusion") and " ops -> " in r.getMessage()
+        ]
+
+    @make_logging_test(fusion=True)
+    def test_warm_cache_replays_the_stored_remarks(self, records):
+        x = torch.randn(64)
+        with fresh_cache(), torch._inductor.config.patch(fx_graph_cache=True):
+            for _ in range(2):
+                torch._dynamo.reset()
+                counters.clear()
+                torch.compile(sin_plus_cos)(x)
+            hits = counters["inductor"]["fxgraph_cache_hit"]
+        self.assertEqual(hits, 1)  # the second compile skipped the scheduler
+        first, replayed = self.fusion_summaries(records)
+        self.assertExpectedInline(
+            replayed,
+            """\
+graph 0/0 (cpu, replayed from the FX graph cache (compiled as 0/0)): 3 ops -> 1 kernels (1 generated, 0 extern)
+  kernel op0 = cpp_fused_add_cos_sin_0 (cpp, fused): add, sin, cos  [<sin_plus_cos>]""",
+        )
+        self.assertEqual(replayed.split("\n")[1:], first.split("\n")[1:])
+
+    @make_logging_test(fusion=True)
+    def test_warm_cache_written_with_remarks_off_says_so(self, records):
+        x = torch.randn(64)
+        with fresh_cache(), torch._inductor.config.patch(fx_graph_cache=True):
+            with mock.patch.object(fusion_remarks, "is_enabled", return_value=False):
+                torch.compile(sin_plus_cos)(x)
+            torch._dynamo.reset()
+            torch.compile(sin_plus_cos)(x)
+        self.assertEqual(self.fusion_summaries(records), [])
+        notices = [
+            r.getMessage() for r in records if "FX graph cache" in r.getMessage()
+        ]
+        self.assertEqual(len(notices), 1)
+        self.assertIn(
+            "written with fusion remarks off: cache_hit_without_remarks", notices[0]
+        )
+        self.assertIn("TORCHINDUCTOR_FORCE_DISABLE_CACHES=1", notices[0])
 
     @make_logging_test(fusion=True)
     def test_verbose_fusion_log_lists_evaluated_pairs(self, records):

@@ -76,6 +76,7 @@ class Stage(str, enum.Enum):
     LOWERING = "lowering"
     SCHEDULER = "scheduler"
     CODEGEN = "codegen"
+    CACHE = "cache"
 
 
 _L, _H, _B, _C, _N, _F, _A = (
@@ -184,6 +185,10 @@ class Reason(str, enum.Enum):
     GRAPH_BREAK = "graph_break"
     # FX passes (pre-grad, joint-graph, post-grad, pattern replacements).
     FX_PASS_REWROTE_GRAPH = "fx_pass_rewrote_graph"
+    # Inductor's caches: where a graph's remarks came from.
+    CACHE_BYPASSED = "cache_bypassed"
+    CACHE_REPLAYED = "cache_replayed"
+    CACHE_HIT_WITHOUT_REMARKS = "cache_hit_without_remarks"
 
     @property
     def category(self) -> Category:
@@ -461,6 +466,18 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
         _A,
         "an FX pass (e.g. a pattern replacement) changed the graph before lowering; args give matches and node counts",
     ),
+    R.CACHE_BYPASSED: (
+        _A,
+        "a capture bypassed Inductor's FX graph and AOTAutograd caches, so the graph was compiled and explained afresh",
+    ),
+    R.CACHE_REPLAYED: (
+        _A,
+        "the graph was loaded from Inductor's FX graph cache; its remarks were stored with the cache entry when it was compiled and are replayed",
+    ),
+    R.CACHE_HIT_WITHOUT_REMARKS: (
+        _A,
+        "the graph was loaded from Inductor's FX graph cache from an entry written with remarks off, so there is nothing to replay",
+    ),
 }
 del R
 
@@ -602,6 +619,7 @@ class GraphRecorder:
         self._depth = 0  # nesting of Scheduler.can_fuse calls
         self._why: list[tuple[str, tuple[Any, ...], str, str]] = []
         self._silent: list[str] = []  # backend checks that returned False
+        self.published: dict[str, Any] | None = None  # the analysed report
 
     def next_seq(self) -> int:
         return next(self._seq)
@@ -1212,5 +1230,62 @@ def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
         report["generated_kernel_count"] = metrics.generated_kernel_count - before
         report["remarks"].extend(r.to_json() for r in take_fx_pass_remarks())
         fusion_report.publish(report)
+        recorder.published = report
     except Exception as e:
         _report_failure(e)
+
+
+# ---------------------------------------------------------------------------
+# Inductor's FX graph cache: a hit skips lowering and scheduling, so the report
+# of a graph is stored with its cache entry and replayed on a hit, the way
+# upstream replays metrics and trace artifacts of cached graphs.
+
+
+@_guarded
+def report_for_cache(graph: Any) -> dict[str, Any] | None:
+    """The report of ``graph`` (a GraphLowering) to store with its cache entry.
+
+    Called by ``CompiledFxGraph.__init__``; None when remarks were off.  The
+    report is reduced to plain JSON data so that it pickles with the entry.
+    """
+    import json
+
+    recorder = getattr(graph, "_fusion_recorder", None)
+    report = getattr(recorder, "published", None)
+    if report is None:
+        return None
+    return json.loads(json.dumps(report, default=str))
+
+
+@_guarded
+def replay_cached_report(compiled: Any) -> None:
+    """Called on an FX graph cache hit with the loaded ``CompiledFxGraph``."""
+    if not is_enabled():
+        return
+    import copy
+
+    from . import fusion_report
+
+    compile_id = CompileContext.current_compile_id()
+    label = str(compile_id) if compile_id is not None else "<no compile id>"
+    stored = getattr(compiled, "fusion_report", None)
+    if stored is None:
+        fusion_log.debug(
+            "graph %s: loaded from Inductor's FX graph cache (key %s), whose entry was "
+            "written with fusion remarks off: %s. To explain it, compile it again "
+            "with TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 or inside "
+            "torch._inductor.fusion_report.capture().",
+            label,
+            getattr(compiled, "cache_key", "?"),
+            Reason.CACHE_HIT_WITHOUT_REMARKS.value,
+        )
+        return
+    report = copy.deepcopy(stored)
+    if str(stored.get("compile_id", "")).endswith(" backward"):
+        label += " backward"
+    report["compiled_as"] = stored.get("compile_id")
+    report["compile_id"] = label
+    report["remarks"] = [
+        dict(r, graph=label) if r.get("graph") else r for r in report["remarks"]
+    ]
+    fusion_report.publish(report, cache="replayed")

@@ -98,9 +98,34 @@ def capture() -> FusionCapture:
     return FusionCapture()
 
 
-def publish(graph: dict[str, Any]) -> None:
-    """Hand one analysed graph to the captures, the fusion log and TORCH_TRACE."""
-    graph["cache"] = "bypassed" if fusion_remarks._captures else "miss"
+def publish(graph: dict[str, Any], cache: str | None = None) -> None:
+    """Hand one analysed graph to the captures, the fusion log and TORCH_TRACE.
+
+    ``cache`` says where the graph came from: ``"replayed"`` from an FX graph
+    cache entry; by default ``"bypassed"`` under a capture (which turns the
+    caches off), else ``"miss"`` (compiled, whether or not a cache was on).
+    """
+    if cache is None:
+        cache = "bypassed" if fusion_remarks._captures else "miss"
+    graph["cache"] = cache
+    reason = {
+        "bypassed": Reason.CACHE_BYPASSED,
+        "replayed": Reason.CACHE_REPLAYED,
+    }.get(cache)
+    if reason is not None:
+        graph["remarks"].append(
+            fusion_remarks.Remark(
+                fusion_remarks.Kind.ANALYSIS,
+                reason,
+                fusion_remarks.Stage.CACHE,
+                detail=(
+                    f"compiled as graph {graph.get('compiled_as')}"
+                    if cache == "replayed"
+                    else "fx_graph_cache and autograd_cache off while capturing"
+                ),
+                graph=graph["compile_id"],
+            ).to_json()
+        )
     for active in fusion_remarks._captures:
         active.graphs.append(graph)
     if fusion_remarks.fusion_log.isEnabledFor(logging.DEBUG):
@@ -142,8 +167,14 @@ def render_graph(graph: dict[str, Any], evaluated_pairs: bool = False) -> str:
     computing = [op for op in graph["ops"] if op["computes"]]
     kernels = graph["kernels"]
     generated = [k for k in kernels if k["kind"] not in ("extern", "fallback")]
+    replayed = (
+        f", replayed from the FX graph cache (compiled as {graph.get('compiled_as')})"
+        if graph.get("cache") == "replayed"
+        else ""
+    )
     lines = [
-        f"graph {graph['compile_id']} ({graph['device']}): {len(computing)} ops -> "
+        f"graph {graph['compile_id']} ({graph['device']}{replayed}): "
+        f"{len(computing)} ops -> "
         f"{len(kernels)} kernels ({len(generated)} generated, "
         f"{len(kernels) - len(generated)} extern)"
     ]
