@@ -20,6 +20,8 @@ machine) pass ``--overlay DIR`` and the fork arm puts DIR on ``PYTHONPATH``.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import json
 import os
 import re
 import subprocess
@@ -222,47 +224,74 @@ def main() -> int:
     parser.add_argument(
         "--timeout", type=int, default=900, help="seconds per file and arm"
     )
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="pytest runs (file x arm) at once"
+    )
     parser.add_argument("--logs", default="build/upstream-test-logs")
+    parser.add_argument("--json", help="write counts and regressions here")
     args = parser.parse_args()
     log_dir = Path(args.logs)
     log_dir.mkdir(parents=True, exist_ok=True)
 
-    regressions = []
-    rows = []
+    copies = {}
     for file in args.files:
         copy, missing = compat_copy(file, log_dir / "compat")
+        copies[file] = copy
         if missing:
             print(f"{Path(file).name}: names this torch lacks, stubbed: {missing}")
-        arms = {
-            arm: run(str(copy), arm, args.overlay, args.timeout, log_dir)
-            for arm in ("stock", "fork")
+    jobs = [(file, arm) for file in args.files for arm in ("stock", "fork")]
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futures = {
+            job: pool.submit(
+                run, str(copies[job[0]]), job[1], args.overlay, args.timeout, log_dir
+            )
+            for job in jobs
         }
+        results = {job: future.result() for job, future in futures.items()}
+
+    summary: dict[str, object] = {"files": {}, "regressions": [], "not_reached": []}
+    print(
+        f"{'file':32} {'arm':5} {'passed':>6} {'failed':>6} {'errors':>6} "
+        f"{'skipped':>7} {'seconds':>7}"
+    )
+    for file in args.files:
+        name = Path(file).name
+        arms = {arm: results[(file, arm)] for arm in ("stock", "fork")}
+        summary["files"][name] = {}
         for arm, res in arms.items():
             counts = {
-                k: list(res["results"].values()).count(k)
+                k.lower(): list(res["results"].values()).count(k)
                 for k in ("PASSED", "FAILED", "ERROR", "SKIPPED")
             }
-            rows.append((Path(file).name, arm, counts, res["code"], res["seconds"]))
+            summary["files"][name][arm] = dict(
+                counts, timed_out=res["code"] == "timeout", seconds=res["seconds"]
+            )
             print(
-                f"{Path(file).name:32} {arm:5} {counts} exit={res['code']} {res['seconds']:.0f}s",
-                flush=True,
+                f"{name:32} {arm:5} {counts['passed']:6d} {counts['failed']:6d} "
+                f"{counts['error']:6d} {counts['skipped']:7d} {res['seconds']:7.0f}"
+                + ("  (timed out)" if res["code"] == "timeout" else "")
             )
         for test, outcome in arms["stock"]["results"].items():
-            if outcome == "PASSED" and arms["fork"]["results"].get(test) != "PASSED":
-                regressions.append((test, arms["fork"]["results"].get(test, "missing")))
-    print()
+            fork = arms["fork"]["results"].get(test)
+            if outcome != "PASSED" or fork == "PASSED":
+                continue
+            if fork is None and arms["fork"]["code"] == "timeout":
+                summary["not_reached"].append(test)
+            else:
+                summary["regressions"].append([test, fork or "missing"])
     print(
-        f"{'file':32} {'arm':5} {'passed':>6} {'failed':>6} {'errors':>6} {'skipped':>7}"
+        f"\nregressions (pass on stock, not on the fork): {len(summary['regressions'])}"
     )
-    for name, arm, c, code, _ in rows:
-        print(
-            f"{name:32} {arm:5} {c['PASSED']:6d} {c['FAILED']:6d} {c['ERROR']:6d} {c['SKIPPED']:7d}"
-            + ("  (timed out)" if code == "timeout" else "")
-        )
-    print(f"\nregressions (pass on stock, not on the fork): {len(regressions)}")
-    for test, outcome in regressions:
+    for test, outcome in summary["regressions"]:
         print(f"  {test}: {outcome}")
-    return 1 if regressions else 0
+    if summary["not_reached"]:
+        print(
+            f"passed on stock, not reached by the fork before its timeout: "
+            f"{len(summary['not_reached'])}"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=1) + "\n")
+    return 1 if summary["regressions"] else 0
 
 
 if __name__ == "__main__":
