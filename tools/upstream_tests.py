@@ -80,6 +80,21 @@ class TestCase(InductorTestCase):
     def tearDown(self):
         super().tearDown()
         torch._dynamo.reset()
+
+
+def check_model(self, model, example_inputs, kwargs=None, *, atol=None,
+                rtol=None, exact_dtype=True, **options):
+    """Compile ``model`` once with Inductor and compare with eager."""
+    kwargs = kwargs or {}
+    torch._dynamo.reset()
+    eager_inputs = [x.clone() if isinstance(x, torch.Tensor) else x
+                    for x in example_inputs]
+    correct = model(*eager_inputs, **kwargs)
+    actual = torch.compile(model, backend="inductor")(*example_inputs, **kwargs)
+    self.assertEqual(actual, correct, atol=atol, rtol=rtol, exact_dtype=exact_dtype)
+
+
+check_model_gpu = check_model
 ''',
     "test_aot_inductor_utils.py": '''\
 import torch
