@@ -122,6 +122,14 @@ class _Missing:
         raise ImportError(f"{self._name} is not in this torch")
 
     def __call__(self, *args: object, **kwargs: object) -> object:
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            # Used as a decorator (e.g. a skip condition): fail the test, not
+            # the import of the whole file.
+            def missing(*_: object, **__: object) -> None:
+                raise ImportError(f"{self._name} is not in this torch")
+
+            missing.__name__ = getattr(args[0], "__name__", "missing")
+            return missing
         raise ImportError(f"{self._name} is not in this torch")
 
 
