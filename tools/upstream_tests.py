@@ -134,14 +134,42 @@ class _Missing:
 
 
 def compat_copy(file: str, out_dir: Path) -> tuple[Path, list[str]]:
-    """Copy ``file`` into ``out_dir``, importing names 2.11.0 lacks as stubs."""
+    """Copy ``file`` into ``out_dir``, adapting what 2.11.0 lacks (see HELPERS)."""
     import ast
     import importlib
+
+    import torch._inductor.config
 
     source = Path(file).read_text()
     tree = ast.parse(source)
     missing: list[str] = []
     lines = source.splitlines(keepends=True)
+    # Inductor config keys this torch lacks, in config.patch({...}) dicts: the
+    # entry is dropped (the test runs under this torch's default), not the test.
+    known = set(torch._inductor.config.get_config_copy())
+    for call in ast.walk(tree):
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "patch"
+            and ast.unparse(call.func.value)
+            in ("config", "inductor_config", "torch._inductor.config")
+            and call.args
+            and isinstance(call.args[0], ast.Dict)
+        ):
+            continue
+        for key, value in zip(call.args[0].keys, call.args[0].values):
+            if (
+                isinstance(key, ast.Constant)
+                and isinstance(key.value, str)
+                and key.value not in known
+                and key.lineno != call.lineno
+                and value.end_lineno is not None
+            ):
+                if f"torch._inductor.config.{key.value}" not in missing:
+                    missing.append(f"torch._inductor.config.{key.value}")
+                for i in range(key.lineno - 1, value.end_lineno):
+                    lines[i] = "\n"
     for node in reversed(tree.body):
         if not (
             isinstance(node, ast.ImportFrom)
