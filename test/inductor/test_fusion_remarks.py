@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import re
+import tempfile
 import unittest
 from unittest import mock
 
@@ -353,8 +354,14 @@ graph 0/0 (cpu): 8 ops -> 7 kernels (6 generated, 1 extern)
         handler = Collect()
         trace_log.addHandler(handler)
         self.addCleanup(trace_log.removeHandler, handler)
-        with mock.patch.object(trace_log, "level", logging.DEBUG):
-            capture_compiled(self, sin_plus_cos, torch.randn(64))
+        # TORCH_TRACE alone (no capture, no fusion log) turns the remarks on.
+        with (
+            tempfile.TemporaryDirectory() as trace_dir,
+            mock.patch.dict(os.environ, {"TORCH_TRACE": trace_dir}),
+            mock.patch.object(trace_log, "level", logging.DEBUG),
+        ):
+            self.assertTrue(fusion_remarks.is_enabled())
+            torch.compile(sin_plus_cos)(torch.randn(64))
         self.assertEqual(len(payloads), 1)
         self.assertEqual(payloads[0]["schema_version"], fusion_report.SCHEMA_VERSION)
         self.assertEqual(
@@ -504,6 +511,18 @@ graph 0/0 (cpu, replayed from the FX graph cache (compiled as 0/0)): 3 ops -> 1 
         )
         self.assertIn("evaluated pairs:", summary)
         self.assertIn("op0 + op1: rejected, cpp_reduction_producer", summary)
+
+
+class TestEnablement(TestCase):
+    def test_set_logs_turns_the_remarks_on_and_off(self):
+        self.addCleanup(torch._logging.set_logs)
+        with mock.patch.dict(os.environ):
+            os.environ.pop("TORCH_TRACE", None)
+            os.environ.pop("TORCH_DTRACE", None)
+            torch._logging.set_logs(fusion=True)
+            self.assertTrue(fusion_remarks.is_enabled())
+            torch._logging.set_logs()
+            self.assertFalse(fusion_remarks.is_enabled())
 
 
 class TestTaxonomy(TestCase):

@@ -34,6 +34,7 @@ import enum
 import functools
 import itertools
 import logging
+import os
 import sys
 from typing import Any, TYPE_CHECKING
 
@@ -633,8 +634,16 @@ _reported_failure = False
 
 
 def is_enabled() -> bool:
-    """Whether anyone will read remarks: a capture, or the fusion log."""
-    return bool(_captures) or fusion_log.isEnabledFor(logging.DEBUG)
+    """Whether anyone will read remarks: a capture, the fusion log or TORCH_TRACE.
+
+    TORCH_TRACE is read from the environment, as torch._logging does: its
+    handler exists in every process until the first structured log.
+    """
+    return (
+        bool(_captures)
+        or fusion_log.isEnabledFor(logging.DEBUG)
+        or bool(os.environ.get("TORCH_TRACE") or os.environ.get("TORCH_DTRACE"))
+    )
 
 
 def _report_failure(error: BaseException) -> None:
