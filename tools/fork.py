@@ -772,6 +772,8 @@ def run_under_overlay(fork: Fork, command: list[str]) -> int:
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(fork.overlay), env.get("PYTHONPATH")])
     )
+    # Benchmarks comparing against stock torch drop this entry from PYTHONPATH.
+    env["FUSION_FORK_OVERLAY"] = str(fork.overlay)
     print(
         f"fork: overlay {fork.overlay} (torch {REQUIRED_TORCH} at {fork.pristine}, "
         f"revision {git_revision(fork.repo)})",

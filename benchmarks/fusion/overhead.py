@@ -151,7 +151,14 @@ def measure(model: str, device: str, arm: str) -> float:
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, HF_HUB_OFFLINE="1")
         env.pop("TORCH_LOGS", None)
         if arm == "stock":
-            env["FUSION_FORK_DISABLE"] = "1"
+            env["FUSION_FORK_DISABLE"] = "1"  # the .pth of `make develop`
+            overlay = env.get("FUSION_FORK_OVERLAY")  # set by `fork.py run`
+            if overlay:
+                env["PYTHONPATH"] = os.pathsep.join(
+                    p
+                    for p in env.get("PYTHONPATH", "").split(os.pathsep)
+                    if p != overlay
+                )
         out = subprocess.run(
             [sys.executable, __file__, "--child", model, device, arm],
             env=env,
