@@ -12,7 +12,9 @@ The arms run interleaved, round after round, so that drift of the machine
 affects all alike; the table reports the median compile time per arm and the
 overhead against ``stock``.  Compile time is the wall time of the first call
 of the compiled model (Dynamo + AOTAutograd + Inductor + C++/Triton compile),
-measured inside the process.
+measured inside the process, and the CPU time of that process over the same
+call: the remarks run in it (kernel compilation runs in worker processes), and
+CPU time varies less than wall time on a shared machine.
 
     .venv/bin/python benchmarks/fusion/overhead.py --models resnet18,bert --repeats 5
     .venv/bin/python benchmarks/fusion/overhead.py --hook-cost resnet18,bert
@@ -53,21 +55,21 @@ def child(model: str, device: str, arm: str) -> None:
     if arm == "capture":
         from torch._inductor import fusion_report
 
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         with torch.no_grad(), fusion_report.capture() as rep:
             compiled(*inputs)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         assert rep.graphs, "capture recorded nothing"
     else:
         if arm == "fork":
             assert hasattr(torch.version, "fork"), "the fork is not active"
         else:
             assert not hasattr(torch.version, "fork"), "stock arm runs the fork"
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         with torch.no_grad():
             compiled(*inputs)
-        seconds = time.perf_counter() - start
-    print(json.dumps({"seconds": seconds}))
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu}))
 
 
 HOOKS = (
@@ -146,7 +148,7 @@ def hook_cost(model: str, device: str) -> dict[str, object]:
     }
 
 
-def measure(model: str, device: str, arm: str) -> float:
+def measure(model: str, device: str, arm: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="overhead-cache-") as cache:
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, HF_HUB_OFFLINE="1")
         env.pop("TORCH_LOGS", None)
@@ -166,7 +168,7 @@ def measure(model: str, device: str, arm: str) -> float:
             text=True,
             check=True,
         ).stdout
-    return json.loads(out.strip().splitlines()[-1])["seconds"]
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -190,27 +192,37 @@ def main() -> None:
     parser.add_argument("--json", help="write the raw times here")
     args = parser.parse_args()
 
-    times: dict[str, dict[str, list[float]]] = {}
+    times: dict[str, dict[str, list[dict[str, float]]]] = {}
     for model in args.models.split(","):
         times[model] = {arm: [] for arm in ARMS}
         measure(model, args.device, "fork")  # warm the OS file cache, discarded
         for round_ in range(args.repeats):
             for arm in ARMS:
-                seconds = measure(model, args.device, arm)
-                times[model][arm].append(seconds)
-                print(f"{model} round {round_ + 1} {arm}: {seconds:.2f} s", flush=True)
+                result = measure(model, args.device, arm)
+                times[model][arm].append(result)
+                print(
+                    f"{model} round {round_ + 1} {arm}: {result['seconds']:.2f} s "
+                    f"(main process CPU {result['cpu_seconds']:.2f} s)",
+                    flush=True,
+                )
     if args.json:
         Path(args.json).write_text(json.dumps(times, indent=2) + "\n")
     print()
     print(
-        f"{'model':10} {'stock s':>8} {'fork s':>8} {'capture s':>9} {'fork':>7} {'capture':>8}"
+        f"{'model':10} {'clock':6} {'stock s':>8} {'fork s':>8} {'capture s':>9} "
+        f"{'fork':>7} {'capture':>8}"
     )
     for model, arms in times.items():
-        med = {arm: statistics.median(v) for arm, v in arms.items()}
-        print(
-            f"{model:10} {med['stock']:8.2f} {med['fork']:8.2f} {med['capture']:9.2f} "
-            f"{med['fork'] / med['stock'] - 1:+7.1%} {med['capture'] / med['stock'] - 1:+8.1%}"
-        )
+        for key, clock in (("seconds", "wall"), ("cpu_seconds", "cpu")):
+            med = {
+                arm: statistics.median(r[key] for r in runs)
+                for arm, runs in arms.items()
+            }
+            print(
+                f"{model:10} {clock:6} {med['stock']:8.2f} {med['fork']:8.2f} "
+                f"{med['capture']:9.2f} {med['fork'] / med['stock'] - 1:+7.1%} "
+                f"{med['capture'] / med['stock'] - 1:+8.1%}"
+            )
 
 
 if __name__ == "__main__":
