@@ -26,39 +26,8 @@ import torch
 
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-
-def build(
-    name: str, device: str, shapes: str
-) -> tuple[torch.nn.Module, tuple[Any, ...]]:
-    """A model built from its config (random weights) and an input batch."""
-    full = shapes == "full"
-    if name == "resnet18":
-        import torchvision
-
-        model = torchvision.models.resnet18(weights=None)
-        batch, size = (16, 128) if full else (2, 64)
-        inputs = (torch.randn(batch, 3, size, size),)
-    elif name == "vit":
-        import timm
-
-        model = timm.create_model("vit_small_patch16_224", pretrained=False)
-        inputs = (torch.randn(8 if full else 1, 3, 224, 224),)
-    elif name in ("bert", "gpt2"):
-        import transformers
-
-        if name == "bert":
-            config = transformers.BertConfig()
-            model = transformers.BertModel(config)
-        else:
-            config = transformers.GPT2Config()
-            model = transformers.GPT2Model(config)
-        batch, seq = (8, 128) if full else (2, 32)
-        inputs = (torch.randint(0, config.vocab_size, (batch, seq)),)
-    else:
-        raise SystemExit(f"unknown model {name!r}: choose resnet18, vit, bert, gpt2")
-    model = model.eval().to(device)
-    return model, tuple(t.to(device) for t in inputs)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from models import build
 
 
 def measure(name: str, device: str, mode: str, shapes: str) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """Compile-time overhead of fusion remarks.
 
 Three arms, each compile in a fresh process with a fresh, empty Inductor
-cache directory (so every compile lowers, schedules and generates code):
+cache directory and the FX graph and AOTAutograd caches off, as a capture has
+them (so every compile lowers, schedules and generates code, and no arm
+computes cache keys or writes entries that another skips):
 
 * ``stock``: upstream torch 2.11.0 (the overlay disabled with
   ``FUSION_FORK_DISABLE=1``; needs the fork's virtualenv),
@@ -47,7 +49,7 @@ def child(model: str, device: str, arm: str) -> None:
     import torch
 
     sys.path.insert(0, str(HERE))
-    from coverage import build
+    from models import build
 
     torch.manual_seed(0)
     module, inputs = build(model, device, "ci" if device == "cpu" else "full")
@@ -96,7 +98,7 @@ def hook_cost(model: str, device: str) -> dict[str, object]:
     from torch._inductor import fusion_remarks
 
     sys.path.insert(0, str(HERE))
-    from coverage import build
+    from models import build
 
     assert not fusion_remarks.is_enabled(), "remarks must be off for this bound"
     calls = dict.fromkeys(HOOKS, 0)
@@ -150,7 +152,16 @@ def hook_cost(model: str, device: str) -> dict[str, object]:
 
 def measure(model: str, device: str, arm: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="overhead-cache-") as cache:
-        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, HF_HUB_OFFLINE="1")
+        # A capture turns the FX graph and AOTAutograd caches off (it must
+        # see every compile); turn them off in every arm, so that all arms do
+        # the same work (no cache keys computed, no entries written).
+        env = dict(
+            os.environ,
+            TORCHINDUCTOR_CACHE_DIR=cache,
+            TORCHINDUCTOR_FX_GRAPH_CACHE="0",
+            TORCHINDUCTOR_AUTOGRAD_CACHE="0",
+            HF_HUB_OFFLINE="1",
+        )
         env.pop("TORCH_LOGS", None)
         if arm == "stock":
             env["FUSION_FORK_DISABLE"] = "1"  # the .pth of `make develop`

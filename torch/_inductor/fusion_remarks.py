@@ -190,6 +190,9 @@ class Reason(str, enum.Enum):
     CACHE_BYPASSED = "cache_bypassed"
     CACHE_REPLAYED = "cache_replayed"
     CACHE_HIT_WITHOUT_REMARKS = "cache_hit_without_remarks"
+    # Ablation switches (fusion_ablation.py).
+    NO_FUSION = "no_fusion"
+    CONFIG_HELD_OFF = "config_held_off"
 
     @property
     def category(self) -> Category:
@@ -479,6 +482,14 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
         _A,
         "the graph was loaded from Inductor's FX graph cache from an entry written with remarks off, so there is nothing to replay",
     ),
+    R.NO_FUSION: (
+        _C,
+        "config.no_fusion puts every computing op in a kernel of its own: realized at lowering, never fused by the scheduler",
+    ),
+    R.CONFIG_HELD_OFF: (
+        _C,
+        "an ablation switch (config.fusion_only or config.no_fusion) held an optimization off; args name the switch, option and value",
+    ),
 }
 del R
 
@@ -486,6 +497,7 @@ del R
 # causes are refined in _refine_why_no_fuse.
 _WHY_NO_FUSE_CODES: dict[str, Reason] = {
     "grouped node must not be fused with other nodes": Reason.GROUPED_NODE,
+    "fusion is off (config.no_fusion)": Reason.NO_FUSION,
     "node1 is extern or nop": Reason.EXTERN_OR_NOP,
     "node2 is extern or nop": Reason.EXTERN_OR_NOP,
     "node1 must go before node2": Reason.WRONG_ORDER,
@@ -746,6 +758,8 @@ def _classify_realize(buffer: Any, frame: Any) -> tuple[Reason, str]:
     def has(name: str) -> bool:
         return any(n.endswith(name) for n in names)
 
+    if has("realize_alone"):
+        return Reason.NO_FUSION, site
     if "make_reduction" in joined or isinstance(data, ir.Reduction):
         return Reason.REDUCTION_OUTPUT, site
     if "ConcatKernel" in joined:
@@ -1238,10 +1252,28 @@ def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
         # lowering; what this graph's codegen generated is the difference.
         report["generated_kernel_count"] = metrics.generated_kernel_count - before
         report["remarks"].extend(r.to_json() for r in take_fx_pass_remarks())
+        report["remarks"].extend(r.to_json() for r in held_off_remarks(report))
         fusion_report.publish(report)
         recorder.published = report
     except Exception as e:
         _report_failure(e)
+
+
+def held_off_remarks(report: dict[str, Any]) -> list[Remark]:
+    """One ``config`` remark per option an ablation switch held off."""
+    from . import fusion_ablation
+
+    return [
+        Remark(
+            Kind.ANALYSIS,
+            Reason.CONFIG_HELD_OFF,
+            Stage.LOWERING,
+            args={"switch": switch, "option": h.option, "value": h.value},
+            detail=f"config.{switch} held {h.option}={h.value!r}: {h.optimization}",
+            graph=report["compile_id"],
+        )
+        for switch, h in fusion_ablation.held_options()
+    ]
 
 
 # ---------------------------------------------------------------------------

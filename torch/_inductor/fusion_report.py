@@ -205,6 +205,13 @@ def render_graph(graph: dict[str, Any], evaluated_pairs: bool = False) -> str:
                 for r in passes
             )
         )
+    held = [r for r in graph["remarks"] if r["reason"] == "config_held_off"]
+    if held:
+        switches = sorted({r["args"]["switch"] for r in held})
+        lines.append(
+            f"  held off by config.{' and config.'.join(switches)}: "
+            + ", ".join(f"{r['args']['option']}={r['args']['value']!r}" for r in held)
+        )
     boundaries = graph["boundaries"]
     if boundaries:
         lines.append(f"  {len(boundaries)} boundaries:")

@@ -1,0 +1,456 @@
+"""Fusion ablation: compile with operator fusion alone, or without fusion.
+
+How much of ``torch.compile``'s speed-up is operator fusion?  Inductor fuses
+and, besides, rewrites the graph with pattern passes, folds constants, pads
+and relayouts tensors, reorders kernels, autotunes, captures CUDA graphs,
+parallelizes and vectorizes C++ loops.  Two switches separate the two:
+
+* ``config.fusion_only`` (``TORCHINDUCTOR_FUSION_ONLY=1``) holds off every
+  optimization that is not fusion: Inductor still lowers, fuses (inlining at
+  lowering, scheduler fusion, template epilogues) and generates code, and does
+  nothing else that makes it faster.  :data:`FUSION_ONLY` lists each option it
+  changes and why; :data:`KEPT` lists what it deliberately leaves on.
+* ``config.no_fusion`` (``TORCHINDUCTOR_NO_FUSION=1``) puts every computing op
+  in a kernel of its own: every lowered op is realized into its own buffer (no
+  inlining into consumers) and the scheduler fuses no pair; every other
+  optimization stays as configured.  Both together give the "no optimization"
+  compiled baseline.
+
+Precedence: a switch wins over whatever else asked for an option it holds
+(``mode="max-autotune"`` or ``"reduce-overhead"``, ``options=``, a
+``config.patch``): the option is held, and one warning per conflict names the
+option, the value asked for and the value held.  The switches apply from the
+top of ``compile_fx`` (so pre-grad passes see them) and, like ``mode``
+options, to the backward graph compiled later.  With remarks on, each held
+option leaves a ``config`` remark in the graph's fusion report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any, TYPE_CHECKING
+
+import torch
+
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "FUSION_ONLY",
+    "KEPT",
+    "NO_FUSION",
+    "HeldOption",
+    "KeptOptimization",
+    "held_options",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldOption:
+    """One config option a switch sets, and why."""
+
+    option: str  # "pattern_matcher", "triton.cudagraphs", "functorch.cse"
+    value: Any  # the value while the switch is on
+    optimization: str  # what the option does, in words
+    why: str  # why it counts as a non-fusion optimization (or as fusion)
+
+
+@dataclasses.dataclass(frozen=True)
+class KeptOptimization:
+    """Something fusion_only leaves as it is, and why."""
+
+    what: str
+    why: str
+
+
+H = HeldOption
+FUSION_ONLY: tuple[HeldOption, ...] = (
+    # FX graph passes.
+    H(
+        "pattern_matcher",
+        False,
+        "pattern replacements of the joint-graph and post-grad passes (mm+bias, attention (SDPA) patterns, pad_mm, int-mm fusion, ...)",
+        "rewrites ops into faster ops or calls; does not decide which ops share a kernel",
+    ),
+    H(
+        "split_cat_fx_passes",
+        False,
+        "pre-grad split/cat normalization and merging",
+        "removes and merges split/cat ops before lowering",
+    ),
+    H(
+        "batch_fusion",
+        False,
+        "pre-grad batching of parallel linears/layer norms into one batched op (GPU)",
+        "replaces several ops by one batched op (a graph rewrite, not kernel fusion)",
+    ),
+    H(
+        "group_fusion",
+        False,
+        "pre-grad grouping of parallel GEMMs into one grouped GEMM",
+        "replaces several GEMMs by one library call",
+    ),
+    H(
+        "pre_grad_fusion_options",
+        {},
+        "opt-in pre-grad group/batch fusion passes",
+        "graph rewrites, as above",
+    ),
+    H(
+        "post_grad_fusion_options",
+        {},
+        "opt-in post-grad group/batch fusion passes",
+        "graph rewrites, as above",
+    ),
+    H(
+        "efficient_conv_bn_eval_fx_passes",
+        False,
+        "conv + batch norm folding in eval mode",
+        "folds weights, removes ops",
+    ),
+    H(
+        "decompose_mem_bound_mm",
+        False,
+        "memory-bound matmuls decomposed into pointwise ops + reductions",
+        "changes the algorithm of an op",
+    ),
+    H(
+        "optimize_scatter_upon_const_tensor",
+        False,
+        "scatter into a constant tensor rewritten as a pointwise op",
+        "changes the algorithm of an op",
+    ),
+    H("b2b_gemm_pass", False, "back-to-back GEMM pass", "a GEMM-specific rewrite"),
+    H(
+        "joint_graph_constant_folding",
+        False,
+        "constant folding in the joint graph",
+        "computes ops at compile time",
+    ),
+    H(
+        "freezing",
+        False,
+        "freezing: parameters inlined as constants and folded",
+        "computes ops at compile time",
+    ),
+    H(
+        "functorch.cse",
+        False,
+        "common-subexpression elimination on the FX graph (AOTAutograd)",
+        "removes duplicate ops",
+    ),
+    # Padding and layout.
+    H(
+        "shape_padding",
+        False,
+        "pad_mm: matmul operands padded to aligned shapes",
+        "changes shapes for faster GEMMs",
+    ),
+    H(
+        "comprehensive_padding",
+        False,
+        "strides of all buffers padded to aligned sizes",
+        "changes layouts for faster memory access",
+    ),
+    H(
+        "pad_channels_last",
+        False,
+        "padding of channels-last buffers",
+        "changes layouts",
+    ),
+    H(
+        "layout_optimization",
+        False,
+        "convolution layouts chosen (channels-last) for the whole graph",
+        "changes layouts",
+    ),
+    # Reordering and memory planning.
+    H(
+        "reorder_for_locality",
+        False,
+        "kernels reordered to keep data in cache",
+        "changes kernel order",
+    ),
+    H(
+        "reorder_for_peak_memory",
+        False,
+        "kernels reordered to lower peak memory",
+        "changes kernel order",
+    ),
+    H(
+        "reorder_for_compute_comm_overlap",
+        False,
+        "compute/communication overlap (distributed)",
+        "changes kernel order",
+    ),
+    H(
+        "allow_buffer_reuse",
+        False,
+        "a dead buffer's memory reused for a new buffer",
+        "saves allocations",
+    ),
+    H(
+        "inplace_buffers",
+        False,
+        "a kernel writes its output over a dead input",
+        "saves allocations and memory traffic",
+    ),
+    H(
+        "split_reductions",
+        False,
+        "a large reduction split into two kernels for parallelism",
+        "splits one op into two kernels for occupancy",
+    ),
+    # Autotuning and benchmarking, of every kind.
+    H(
+        "max_autotune",
+        False,
+        "max-autotune: GEMM/conv templates and kernel configs benchmarked",
+        "autotuning",
+    ),
+    H("max_autotune_gemm", False, "GEMM template autotuning", "autotuning"),
+    H(
+        "max_autotune_pointwise",
+        False,
+        "pointwise kernel config autotuning",
+        "autotuning",
+    ),
+    H(
+        "coordinate_descent_tuning",
+        False,
+        "coordinate-descent search of kernel configs",
+        "autotuning",
+    ),
+    H(
+        "triton.autotune_pointwise",
+        False,
+        "several launch configs benchmarked per pointwise kernel",
+        "autotuning",
+    ),
+    H(
+        "triton.autotune_cublasLt",
+        False,
+        "cuBLASLt algorithm autotuning for addmm",
+        "autotuning",
+    ),
+    H(
+        "benchmark_fusion",
+        False,
+        "fusion decisions by benchmarking both variants",
+        "autotuning of fusion choices (fusion itself stays, by its heuristics)",
+    ),
+    H(
+        "benchmark_epilogue_fusion",
+        False,
+        "template epilogue fusions benchmarked under max-autotune",
+        "autotuning of fusion choices",
+    ),
+    H("benchmark_kernel", False, "kernels benchmarked while compiling", "autotuning"),
+    H(
+        "triton.multi_kernel",
+        0,
+        "several kernel variants generated and picked at run time",
+        "autotuning at run time",
+    ),
+    # CUDA graphs.
+    H(
+        "triton.cudagraphs",
+        False,
+        "CUDA graphs (also as mode='reduce-overhead' asks)",
+        "removes launch overhead, not memory traffic",
+    ),
+    # The C++ backend's loop optimizations.
+    H(
+        "cpp.threads",
+        1,
+        "OpenMP parallelization of C++ kernels (1 thread)",
+        "parallelization, not fusion; eager ATen still uses its threads",
+    ),
+    H(
+        "cpp.simdlen",
+        0,
+        "vectorization of C++ kernels (0 = no vector ISA)",
+        "vectorization, not fusion",
+    ),
+)
+
+KEPT: tuple[KeptOptimization, ...] = (
+    KeptOptimization(
+        "inlining at lowering, the scheduler's vertical/horizontal fusion, template epilogue/prologue fusion, combo kernels as configured, mix-order reductions, loop reordering for fusion (loop_ordering_after_fusion)",
+        "this is fusion",
+    ),
+    KeptOptimization(
+        "decompositions and lowerings of aten ops to Inductor IR, and ExternKernel calls (cuBLAS, cuDNN, oneDNN) for GEMMs and convolutions",
+        "required to generate code at all; eager calls the same libraries",
+    ),
+    KeptOptimization(
+        "kernel-level CSE, index simplification, tiling, persistent/looped reduction codegen, unrolling of small reductions",
+        "how one kernel is written, inseparable from generating it",
+    ),
+    KeptOptimization(
+        "dead-code elimination and no-op removal",
+        "tracing already drops unused ops; removing no-ops changes no computation",
+    ),
+    KeptOptimization(
+        "reinplacing of functionalized mutations and auto-functionalized custom ops",
+        "required to keep the semantics of in-place ops and to avoid copies eager never makes",
+    ),
+    KeptOptimization(
+        "user passes (post_grad_custom_pre_pass / post_pass, joint_custom_*)",
+        "the user's own choice",
+    ),
+)
+
+NO_FUSION: tuple[HeldOption, ...] = (
+    H("epilogue_fusion", False, "pointwise epilogues fused into templates", "fusion"),
+    H("prologue_fusion", False, "pointwise prologues fused into templates", "fusion"),
+    H(
+        "combo_kernels",
+        False,
+        "independent kernels combined into one launch",
+        "horizontal fusion",
+    ),
+    H(
+        "benchmark_epilogue_fusion",
+        False,
+        "benchmarking of epilogue fusions",
+        "moot without fusion",
+    ),
+    H(
+        "triton.mix_order_reduction",
+        False,
+        "reductions over two orders of one tensor fused",
+        "fusion",
+    ),
+)
+del H
+
+_FUNCTORCH = "functorch."
+_warned: set[tuple[str, str, str]] = set()
+
+
+def _switch(name: str) -> bool:
+    value = getattr(torch._inductor.config, name)
+    if not isinstance(value, bool):
+        env = f"TORCHINDUCTOR_{name.upper()}"
+        raise ValueError(
+            f"torch._inductor.config.{name} must be a bool (from {env}: 0 or 1), "
+            f"got {value!r}"
+        )
+    return value
+
+
+def held_options() -> list[tuple[str, HeldOption]]:
+    """The options the switches now in effect hold, as (switch, option)."""
+    held: list[tuple[str, HeldOption]] = []
+    if _switch("fusion_only"):
+        held += [("fusion_only", h) for h in FUSION_ONLY]
+    if _switch("no_fusion"):
+        held += [("no_fusion", h) for h in NO_FUSION]
+    return held
+
+
+def _config_of(option: str) -> tuple[Any, str]:
+    if option.startswith(_FUNCTORCH):
+        return torch._functorch.config, option[len(_FUNCTORCH) :]
+    return torch._inductor.config, option
+
+
+def pending() -> bool:
+    """Whether a switch is on and its options are not yet in effect.
+
+    Called at the top of ``compile_fx``; also validates the switches, so that a
+    bad value (``TORCHINDUCTOR_FUSION_ONLY=yes``) fails loudly, not silently.
+    """
+    for _, held in held_options():
+        module, name = _config_of(held.option)
+        if getattr(module, name) != held.value:
+            return True
+    return False
+
+
+def _warn_conflicts(held: Sequence[tuple[str, HeldOption]]) -> None:
+    for switch, h in held:
+        module, name = _config_of(h.option)
+        current = getattr(module, name)
+        if current == h.value or module._is_default(name):
+            continue
+        key = (switch, h.option, repr(current))
+        if key in _warned:
+            continue
+        _warned.add(key)
+        log.warning(
+            "config.%s holds %s=%r (%s), which a mode, options= or config "
+            "asked to be %r; the switch takes precedence",
+            switch,
+            h.option,
+            h.value,
+            h.optimization,
+            current,
+        )
+
+
+def compile_held_off(
+    compile_fx: Callable[..., Any],
+    model_: torch.fx.GraphModule,
+    example_inputs_: Sequence[Any],
+    inner_compile: Callable[..., Any],
+    decompositions: dict[Any, Callable[..., Any]] | None,
+    ignore_shape_env: bool,
+) -> Any:
+    """``compile_fx`` again, with the options of the switches in effect."""
+    held = held_options()
+    _warn_conflicts(held)
+    inductor = {
+        h.option: h.value for _, h in held if not h.option.startswith(_FUNCTORCH)
+    }
+    functorch = {
+        h.option[len(_FUNCTORCH) :]: h.value
+        for _, h in held
+        if h.option.startswith(_FUNCTORCH)
+    }
+
+    def patched(fn: Callable[..., Any]) -> Callable[..., Any]:
+        # The backward graph is compiled after compile_fx returns: patch the
+        # inner compiler too, as compile_fx does for config_patches.
+        return torch._functorch.config.patch(functorch)(
+            torch._inductor.config.patch(inductor)(fn)
+        )
+
+    with (
+        torch._inductor.config.patch(inductor),
+        torch._functorch.config.patch(functorch),
+    ):
+        return compile_fx(
+            model_,
+            example_inputs_,
+            inner_compile=patched(inner_compile),
+            decompositions=decompositions,
+            ignore_shape_env=ignore_shape_env,
+        )
+
+
+def realize_alone(result: Any, node: torch.fx.Node) -> None:
+    """Under ``no_fusion``, realize what lowering ``node`` produced.
+
+    Called by ``GraphLowering.run_node`` for every node: a realized value is a
+    buffer of its own, computed by a kernel of its own, instead of an
+    expression inlined into each consumer.
+    """
+    if node.op != "call_function" or not torch._inductor.config.no_fusion:
+        return
+    from .ir import TensorBox
+
+    for value in result if isinstance(result, (list, tuple)) else (result,):
+        if isinstance(value, TensorBox):
+            value.realize()
+
+
+def fusion_disabled() -> bool:
+    """``Scheduler.can_fuse`` asks this first: no pair fuses under no_fusion."""
+    return bool(torch._inductor.config.no_fusion)
