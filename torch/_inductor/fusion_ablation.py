@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from typing import Any, TYPE_CHECKING
 
 import torch
@@ -361,17 +362,16 @@ def _config_of(option: str) -> tuple[Any, str]:
     return torch._inductor.config, option
 
 
+_applying = threading.local()
+
+
 def pending() -> bool:
-    """Whether a switch is on and its options are not yet in effect.
+    """Whether a switch is on and ``compile_held_off`` has not applied it yet.
 
     Called at the top of ``compile_fx``; also validates the switches, so that a
     bad value (``TORCHINDUCTOR_FUSION_ONLY=yes``) fails loudly, not silently.
     """
-    for _, held in held_options():
-        module, name = _config_of(held.option)
-        if getattr(module, name) != held.value:
-            return True
-    return False
+    return bool(held_options()) and not getattr(_applying, "active", False)
 
 
 def _warn_conflicts(held: Sequence[tuple[str, HeldOption]]) -> None:
@@ -406,9 +406,15 @@ def compile_held_off(
     """``compile_fx`` again, with the options of the switches in effect."""
     held = held_options()
     _warn_conflicts(held)
-    inductor = {
-        h.option: h.value for _, h in held if not h.option.startswith(_FUNCTORCH)
+    # The switches themselves too: the backward graph, compiled later, must
+    # see them (no_fusion is read while lowering and scheduling).
+    inductor: dict[str, Any] = {
+        "fusion_only": torch._inductor.config.fusion_only,
+        "no_fusion": torch._inductor.config.no_fusion,
     }
+    inductor.update(
+        (h.option, h.value) for _, h in held if not h.option.startswith(_FUNCTORCH)
+    )
     functorch = {
         h.option[len(_FUNCTORCH) :]: h.value
         for _, h in held
@@ -422,17 +428,21 @@ def compile_held_off(
             torch._inductor.config.patch(inductor)(fn)
         )
 
-    with (
-        torch._inductor.config.patch(inductor),
-        torch._functorch.config.patch(functorch),
-    ):
-        return compile_fx(
-            model_,
-            example_inputs_,
-            inner_compile=patched(inner_compile),
-            decompositions=decompositions,
-            ignore_shape_env=ignore_shape_env,
-        )
+    _applying.active = True
+    try:
+        with (
+            torch._inductor.config.patch(inductor),
+            torch._functorch.config.patch(functorch),
+        ):
+            return compile_fx(
+                model_,
+                example_inputs_,
+                inner_compile=patched(inner_compile),
+                decompositions=decompositions,
+                ignore_shape_env=ignore_shape_env,
+            )
+    finally:
+        _applying.active = False
 
 
 def realize_alone(result: Any, node: torch.fx.Node) -> None:

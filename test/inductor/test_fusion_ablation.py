@@ -1,0 +1,329 @@
+# Owner(s): ["module: inductor"]
+"""The ablation switches: config.fusion_only and config.no_fusion.
+
+Each test compiles real functions through ``torch.compile`` with a switch on
+and checks what Inductor generated: with ``no_fusion`` every computing op has
+a kernel of its own (from the fusion report, whose kernels equal what Inductor
+generated) and every boundary between them says ``no_fusion``; with
+``fusion_only`` the held-off optimizations are absent from the generated code
+(no OpenMP, no vector ISA in C++ kernels) and listed as ``config`` remarks.
+Results equal eager in every combination, over upstream's OpInfo database and
+over the benchmarks' default model set.
+"""
+
+import copy
+import inspect
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+import torch
+import torch._dynamo
+from torch._inductor import fusion_ablation, fusion_analysis, fusion_report, metrics
+from torch._inductor.test_case import run_tests, TestCase
+from torch._inductor.utils import run_and_get_code
+from torch.testing._internal.common_device_type import (
+    instantiate_device_type_tests,
+    ops,
+)
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.inductor_utils import GPU_TYPE, HAS_GPU
+from torch.testing._internal.logging_utils import LoggingTestCase, make_logging_test
+
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(REPO, "benchmarks", "fusion"))
+
+SWITCHES = {
+    "no_fusion": {"no_fusion": True},
+    "fusion_only": {"fusion_only": True},
+    "both": {"no_fusion": True, "fusion_only": True},
+}
+
+
+def sin_plus_cos(x):
+    return torch.sin(x) + torch.cos(x)
+
+
+def softmax_and_reductions(x):
+    return torch.softmax(x, -1) * 2, x.sum(0).sum() + x.sum(1).sum()
+
+
+def compiled_under(test, switches, fn, *args, **compile_kwargs):
+    """Compile ``fn`` with ``switches`` under a capture; check against eager."""
+    torch._dynamo.reset()
+    metrics.reset()
+    expected = fn(*[a.clone() for a in args])
+    with torch._inductor.config.patch(switches), fusion_report.capture() as rep:
+        actual = torch.compile(fn, **compile_kwargs)(*args)
+    test.assertEqual(actual, expected, atol=1e-4, rtol=1e-4)
+    for graph in rep.graphs:
+        test.assertEqual(fusion_analysis.coverage_violations(graph), [])
+    return rep
+
+
+def ops_per_kernel(rep):
+    out = []
+    for graph in rep.graphs:
+        computes = {op["name"] for op in graph["ops"] if op["computes"]}
+        out += [
+            [name for name in kernel["ops"] if name in computes]
+            for kernel in graph["kernels"]
+        ]
+    return out
+
+
+class TestNoFusion(TestCase):
+    def test_sin_cos_add_each_in_a_kernel(self):
+        rep = compiled_under(self, SWITCHES["no_fusion"], sin_plus_cos, torch.randn(64))
+        self.assertEqual(sorted(ops_per_kernel(rep)), [["add"], ["cos"], ["sin"]])
+        self.assertEqual(metrics.generated_kernel_count, 3)
+        self.assertEqual(
+            sorted(
+                (b["producer"], b["consumer"], b["reason"])
+                for b in rep.graphs[0]["boundaries"]
+            ),
+            [("cos", "add", "no_fusion"), ("sin", "add", "no_fusion")],
+        )
+        self.assertEqual(
+            {b["category"] for b in rep.graphs[0]["boundaries"]}, {"config"}
+        )
+
+    def test_every_computing_op_alone(self):
+        for switches in (SWITCHES["no_fusion"], SWITCHES["both"]):
+            rep = compiled_under(
+                self, switches, softmax_and_reductions, torch.randn(16, 32)
+            )
+            kernels = ops_per_kernel(rep)
+            self.assertTrue(all(len(ops) <= 1 for ops in kernels), kernels)
+            computing = [
+                op["name"] for g in rep.graphs for op in g["ops"] if op["computes"]
+            ]
+            in_kernels = sorted(name for ops in kernels for name in ops)
+            self.assertEqual(in_kernels, sorted(computing))
+
+    def test_default_fuses_what_no_fusion_splits(self):
+        rep = compiled_under(self, {}, sin_plus_cos, torch.randn(64))
+        self.assertEqual(ops_per_kernel(rep), [["add", "sin", "cos"]])
+
+    def test_generated_code_has_one_kernel_per_op(self):
+        torch._dynamo.reset()
+        with torch._inductor.config.patch(no_fusion=True):
+            _, (code,) = run_and_get_code(torch.compile(sin_plus_cos), torch.randn(64))
+        kernels = sorted(
+            set(re.findall(r"def (cpp_fused_\w+)|(cpp_fused_\w+) = ", code))
+        )
+        names = sorted({a or b for a, b in kernels})
+        self.assertEqual(
+            names, ["cpp_fused_add_2", "cpp_fused_cos_1", "cpp_fused_sin_0"]
+        )
+
+
+class TestFusionOnly(TestCase):
+    def test_cpp_kernels_without_threads_or_vectors(self):
+        x = torch.randn(512, 1024)
+        torch._dynamo.reset()
+        _, (default,) = run_and_get_code(torch.compile(sin_plus_cos), x)
+        torch._dynamo.reset()
+        with torch._inductor.config.patch(fusion_only=True):
+            _, (held,) = run_and_get_code(torch.compile(sin_plus_cos), x)
+        self.assertIn("#pragma omp", default)
+        self.assertIn("at::vec::Vectorized", default)
+        self.assertNotIn("#pragma omp parallel", held)
+        self.assertNotIn("at::vec::Vectorized", held)
+        self.assertIn("cpp_fused_add_cos_sin_0", held)  # still fused
+
+    def test_held_options_become_config_remarks(self):
+        rep = compiled_under(
+            self, SWITCHES["fusion_only"], sin_plus_cos, torch.randn(64)
+        )
+        held = [r for r in rep.graphs[0]["remarks"] if r["reason"] == "config_held_off"]
+        self.assertEqual(
+            [r["args"]["option"] for r in held],
+            [h.option for h in fusion_ablation.FUSION_ONLY],
+        )
+        self.assertEqual({r["category"] for r in held}, {"config"})
+        self.assertIn(
+            "held off by config.fusion_only: pattern_matcher=False", rep.summary()
+        )
+
+    def test_options_hold_in_forward_and_backward(self):
+        seen = []
+
+        def spy(gm, example_inputs, **kwargs):
+            seen.append(
+                (
+                    torch._inductor.config.pattern_matcher,
+                    torch._inductor.config.cpp.threads,
+                    torch._functorch.config.cse,
+                )
+            )
+            return original(gm, example_inputs, **kwargs)
+
+        from torch._inductor import compile_fx
+
+        original = compile_fx.compile_fx_inner
+        x = torch.randn(8, 8, requires_grad=True)
+        torch._dynamo.reset()
+        with (
+            torch._inductor.config.patch(fusion_only=True),
+            unittest.mock.patch.object(compile_fx, "compile_fx_inner", spy),
+        ):
+            out = torch.compile(lambda t: (t.sin() * 2).sum())(x)
+        out.backward()  # the backward graph compiles here, outside the patch
+        self.assertEqual(len(seen), 2)
+        self.assertEqual(set(seen), {(False, 1, False)})
+        self.assertEqual(x.grad, 2 * x.detach().cos())
+
+    def test_mode_conflict_warns_and_the_switch_wins(self):
+        fusion_ablation._warned.clear()
+        torch._dynamo.reset()
+        x = torch.randn(64)
+        with (
+            torch._inductor.config.patch(fusion_only=True),
+            self.assertLogs(fusion_ablation.log, "WARNING") as logs,
+        ):
+            out = torch.compile(sin_plus_cos, mode="max-autotune-no-cudagraphs")(x)
+        self.assertEqual(out, sin_plus_cos(x))
+        self.assertTrue(
+            any("holds max_autotune=False" in line for line in logs.output), logs.output
+        )
+
+    def test_bad_env_value_is_a_clear_error(self):
+        script = "import torch; torch.compile(lambda x: x.sin())(torch.randn(4))"
+        env = dict(os.environ, TORCHINDUCTOR_FUSION_ONLY="yes")
+        result = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True
+        )
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn(
+            "torch._inductor.config.fusion_only must be a bool "
+            "(from TORCHINDUCTOR_FUSION_ONLY: 0 or 1), got 'yes'",
+            result.stderr,
+        )
+
+
+class TestAblationLog(LoggingTestCase):
+    @make_logging_test(fusion=True)
+    def test_no_fusion_log(self, records):
+        with torch._inductor.config.patch(no_fusion=True):
+            torch.compile(sin_plus_cos)(torch.randn(64))
+        summary = next(r.getMessage() for r in records if " ops -> " in r.getMessage())
+        line = inspect.getsourcelines(sin_plus_cos)[1] + 1
+        self.assertExpectedInline(
+            summary.replace(f"test_fusion_ablation.py:{line}", "<sin_plus_cos>"),
+            """\
+""",
+        )
+
+
+def _clone(value):
+    return value.clone() if isinstance(value, torch.Tensor) else copy.deepcopy(value)
+
+
+def _opinfo_subset():
+    nondeterministic = (
+        "rand",
+        "normal",
+        "bernoulli",
+        "dropout",
+        "multinomial",
+        "empty",
+    )
+    candidates = [
+        op
+        for op in sorted(op_db, key=lambda o: (o.name, o.variant_test_name))
+        if torch.float32 in op.supported_dtypes("cpu")
+        and not any(word in op.name for word in nondeterministic)
+    ]
+    wanted = os.environ.get("FUSION_ABLATION_OPINFO_OPS", "40")
+    if wanted == "all":
+        return candidates
+    step = max(1, len(candidates) // max(1, int(wanted)))
+    # Offset by half a step: other ops than the fusion-remarks sweep's.
+    return candidates[step // 2 :: step][: int(wanted)]
+
+
+class TestAblationOpInfo(TestCase):
+    @ops(_opinfo_subset(), allowed_dtypes=(torch.float32,))
+    def test_switches_match_eager(self, device, dtype, op):
+        samples = list(op.sample_inputs(device, dtype, requires_grad=False))
+        if not samples:
+            self.skipTest("no sample inputs")
+        sample = samples[0]
+
+        def fn(*args, **kwargs):
+            return op(*args, **kwargs)
+
+        def arguments():
+            return (
+                [_clone(sample.input), *[_clone(a) for a in sample.args]],
+                {k: _clone(v) for k, v in sample.kwargs.items()},
+            )
+
+        def compiled(switches):
+            torch._dynamo.reset()
+            args, kwargs = arguments()
+            with torch._inductor.config.patch(switches):
+                return torch.compile(fn)(*args, **kwargs)
+
+        try:
+            args, kwargs = arguments()
+            expected = fn(*args, **kwargs)
+            default = compiled({})
+            self.assertEqual(default, expected, atol=1e-3, rtol=1e-3, equal_nan=True)
+        except Exception as e:
+            self.skipTest(f"fails without the switches: {type(e).__name__}")
+        for name, switches in SWITCHES.items():
+            with self.subTest(switches=name):
+                actual = compiled(switches)
+                self.assertEqual(actual, expected, atol=1e-3, rtol=1e-3, equal_nan=True)
+
+
+instantiate_device_type_tests(
+    TestAblationOpInfo, globals(), only_for="cpu", allow_xpu=False
+)
+
+
+class AblationModelsMixin:
+    """The benchmarks' default model set, every switch, against eager."""
+
+    device = "cpu"
+    shapes = "ci"
+
+    def check_model(self, name):
+        from models import build
+
+        model, inputs = build(name, self.device, self.shapes)
+        with torch.no_grad():
+            expected = model(*inputs)
+            for switches in SWITCHES.values():
+                torch._dynamo.reset()
+                with torch._inductor.config.patch(switches):
+                    actual = torch.compile(model)(*inputs)
+                self.assertEqual(actual, expected, atol=2e-3, rtol=2e-3)
+
+
+def _add_model_tests(cls):
+    from models import MODELS
+
+    for name in MODELS:
+        setattr(cls, f"test_{name}", lambda self, name=name: self.check_model(name))
+    return cls
+
+
+@_add_model_tests
+class TestAblationModels(AblationModelsMixin, TestCase):
+    pass
+
+
+@unittest.skipUnless(HAS_GPU, "needs a GPU")
+@_add_model_tests
+class TestAblationModelsGPU(AblationModelsMixin, TestCase):
+    device = GPU_TYPE
+
+
+if __name__ == "__main__":
+    run_tests()
