@@ -406,6 +406,7 @@ def build(fork: Fork, discard_edits: bool = False, quiet: bool = False) -> dict:
     if new_manifest != manifest:
         fork.manifest_path.parent.mkdir(parents=True, exist_ok=True)
         fork.manifest_path.write_text(json.dumps(new_manifest, indent=2) + "\n")
+    changes["compiled"] = _compile_bytecode(fork, entries)
     if not quiet:
         for rel, offs in offsets.items():
             hunks = ", ".join(f"#{i} by {o:+d} lines" for i, o in offs.items())
@@ -415,6 +416,38 @@ def build(fork: Fork, discard_edits: bool = False, quiet: bool = False) -> dict:
             )
     changes["offsets"] = offsets
     return changes
+
+
+def _compile_bytecode(fork: Fork, entries: dict) -> int:
+    """Write the bytecode of every module in the overlay's real directories.
+
+    Files there (patched copies, links to unmodified and to new files) are
+    imported by their overlay path, so their bytecode lives in the overlay's
+    own ``__pycache__``; under ``PYTHONDONTWRITEBYTECODE`` (set on some CI
+    machines) Python would never write it and would compile them from source
+    in every process, making ``import torch`` about 15% slower than stock.
+    Linked directories share the installed package's bytecode.  Up-to-date
+    files are skipped, so a rebuild stays quick.
+    """
+    import importlib.util
+    import py_compile
+
+    compiled = 0
+    for rel, (kind, _) in entries.items():
+        if kind == "dir" or not rel.endswith(".py"):
+            continue
+        source = fork.overlay / rel
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        try:
+            if cached.stat().st_mtime >= source.stat().st_mtime:
+                continue
+            py_compile.compile(str(source), cfile=str(cached), doraise=True)
+        except FileNotFoundError:
+            py_compile.compile(str(source), cfile=str(cached), doraise=False)
+        except py_compile.PyCompileError:
+            continue  # a syntax error shows itself at import, with context
+        compiled += 1
+    return compiled
 
 
 def _remove(path: Path) -> None:

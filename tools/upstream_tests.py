@@ -144,6 +144,7 @@ def compat_copy(file: str, out_dir: Path) -> tuple[Path, list[str]]:
     tree = ast.parse(source)
     missing: list[str] = []
     lines = source.splitlines(keepends=True)
+
     # Inductor config keys this torch lacks, in config.patch({...}) dicts: the
     # entry is dropped (the test runs under this torch's default), not the test.
     def known(key: str) -> bool:

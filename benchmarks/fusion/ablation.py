@@ -290,6 +290,21 @@ def _plot(keyed, cases, arms, png: Path) -> None:
     print(f"wrote {png}")
 
 
+def _write(path, device, shapes, repeats, rows, failures) -> None:
+    import torch
+
+    result = {
+        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "fork": str(getattr(torch.version, "fork", "")),
+        "shapes": shapes,
+        "repeats": repeats,
+        "rows": rows,
+        "failures": [{"model": n, "mode": m, "stderr": e} for n, m, e in failures],
+    }
+    Path(path).write_text(json.dumps(result, indent=1) + "\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -372,17 +387,10 @@ def main() -> int:
             print(proc.stderr[-2000:], file=sys.stderr)
             continue
         rows += json.loads(found[-1][5:])
-    result = {
-        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
-        "torch": torch.__version__,
-        "fork": str(getattr(torch.version, "fork", "")),
-        "shapes": args.shapes,
-        "repeats": repeats,
-        "rows": rows,
-        "failures": [{"model": n, "mode": m, "stderr": e} for n, m, e in failures],
-    }
+        if args.json:  # after every case: a run cut short keeps what it measured
+            _write(args.json, device, args.shapes, repeats, rows, failures)
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+        _write(args.json, device, args.shapes, repeats, rows, failures)
     for r in rows:
         print(
             f"{r['model']:20} {r['mode']:9} {r['arm']:12} {r['median_s'] * 1e3:9.3f} ms "

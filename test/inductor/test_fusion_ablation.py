@@ -85,7 +85,11 @@ class TestNoFusion(TestCase):
                 (b["producer"], b["consumer"], b["reason"])
                 for b in rep.graphs[0]["boundaries"]
             ),
-            [("cos", "add", "no_fusion"), ("sin", "add", "no_fusion")],
+            [
+                ("cos", "add", "no_fusion"),
+                ("sin", "add", "no_fusion"),
+                ("sin", "cos", "no_fusion"),  # both read x: a shared input
+            ],
         )
         self.assertEqual(
             {b["category"] for b in rep.graphs[0]["boundaries"]}, {"config"}
@@ -108,17 +112,19 @@ class TestNoFusion(TestCase):
         rep = compiled_under(self, {}, sin_plus_cos, torch.randn(64))
         self.assertEqual(ops_per_kernel(rep), [["add", "sin", "cos"]])
 
-    def test_generated_code_has_one_kernel_per_op(self):
-        torch._dynamo.reset()
-        with torch._inductor.config.patch(no_fusion=True):
-            _, (code,) = run_and_get_code(torch.compile(sin_plus_cos), torch.randn(64))
-        kernels = sorted(
-            set(re.findall(r"def (cpp_fused_\w+)|(cpp_fused_\w+) = ", code))
-        )
-        names = sorted({a or b for a, b in kernels})
-        self.assertEqual(
-            names, ["cpp_fused_add_2", "cpp_fused_cos_1", "cpp_fused_sin_0"]
-        )
+    def test_generated_code_has_one_loop_nest_per_op(self):
+        # The C++ backend emits a graph's consecutive kernels into one C++
+        # function; with no_fusion each op is a loop nest of its own there.
+        def loop_nests(switches):
+            torch._dynamo.reset()
+            with torch._inductor.config.patch(switches):
+                _, (code,) = run_and_get_code(
+                    torch.compile(sin_plus_cos), torch.randn(64)
+                )
+            return len(re.findall(r"for\(int64_t x0=", code))
+
+        self.assertEqual(loop_nests({}), 1)
+        self.assertEqual(loop_nests({"no_fusion": True}), 3)
 
 
 class TestFusionOnly(TestCase):
@@ -150,9 +156,12 @@ class TestFusionOnly(TestCase):
         )
 
     def test_options_hold_in_forward_and_backward(self):
-        seen = []
+        from torch._inductor.scheduler import Scheduler
 
-        def spy(gm, example_inputs, **kwargs):
+        seen = []
+        original = Scheduler.__init__
+
+        def spy(self, *args, **kwargs):
             seen.append(
                 (
                     torch._inductor.config.pattern_matcher,
@@ -160,19 +169,15 @@ class TestFusionOnly(TestCase):
                     torch._functorch.config.cse,
                 )
             )
-            return original(gm, example_inputs, **kwargs)
+            original(self, *args, **kwargs)
 
-        from torch._inductor import compile_fx
-
-        original = compile_fx.compile_fx_inner
         x = torch.randn(8, 8, requires_grad=True)
         torch._dynamo.reset()
-        with (
-            torch._inductor.config.patch(fusion_only=True),
-            unittest.mock.patch.object(compile_fx, "compile_fx_inner", spy),
-        ):
-            out = torch.compile(lambda t: (t.sin() * 2).sum())(x)
-        out.backward()  # the backward graph compiles here, outside the patch
+        with unittest.mock.patch.object(Scheduler, "__init__", spy):
+            with torch._inductor.config.patch(fusion_only=True):
+                out = torch.compile(lambda t: (t.sin() * 2).sum())(x)
+            # The backward graph compiles here, outside the config patch.
+            out.backward()
         self.assertEqual(len(seen), 2)
         self.assertEqual(set(seen), {(False, 1, False)})
         self.assertEqual(x.grad, 2 * x.detach().cos())
@@ -215,8 +220,34 @@ class TestAblationLog(LoggingTestCase):
         self.assertExpectedInline(
             summary.replace(f"test_fusion_ablation.py:{line}", "<sin_plus_cos>"),
             """\
-""",
+graph 0/0 (cpu): 3 ops -> 3 kernels (3 generated, 0 extern)
+  kernel op0 = cpp_fused_add_cos_sin_0 (cpp, alone): sin  [<sin_plus_cos>]
+  kernel op1 = cpp_fused_add_cos_sin_0 (cpp, alone): cos  [<sin_plus_cos>]
+  kernel op2 = cpp_fused_add_cos_sin_0 (cpp, alone): add  [<sin_plus_cos>]
+  held off by config.no_fusion: epilogue_fusion=False, prologue_fusion=False, combo_kernels=False, benchmark_epilogue_fusion=False, triton.mix_order_reduction=False
+  3 boundaries:
+    sin -> add: no_fusion (config, scheduler) [<sin_plus_cos> / <sin_plus_cos>]: op0 + op2: fusion is off (config.no_fusion)
+    cos -> add: no_fusion (config, scheduler) [<sin_plus_cos> / <sin_plus_cos>]: op1 + op2: fusion is off (config.no_fusion)
+    sin || cos: no_fusion (config, scheduler) [<sin_plus_cos> / <sin_plus_cos>]: op0 + op1: fusion is off (config.no_fusion)""",
         )
+
+
+class TestAblationDocs(TestCase):
+    def test_docs_tables_match_the_code(self):
+        sys.path.insert(0, os.path.join(REPO, "tools"))
+        import update_fusion_docs
+
+        for filename, tables in update_fusion_docs.TABLES.items():
+            with open(os.path.join(REPO, "docs", "source", filename)) as f:
+                text = f.read()
+            self.assertEqual(update_fusion_docs.render(text, tables), text, filename)
+        ablation_doc = os.path.join(
+            REPO, "docs", "source", "torch.compiler_fusion_ablation.md"
+        )
+        with open(ablation_doc) as f:
+            text = f.read()
+        for held in fusion_ablation.FUSION_ONLY + fusion_ablation.NO_FUSION:
+            self.assertIn(f"| `{held.option}` |", text)
 
 
 def _clone(value):

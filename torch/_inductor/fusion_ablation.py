@@ -374,11 +374,26 @@ def pending() -> bool:
     return bool(held_options()) and not getattr(_applying, "active", False)
 
 
+def _baseline(module: Any, name: str) -> Any:
+    """The value of an option nobody asked for: its default, or its env value.
+
+    (``ConfigModule._is_default`` is False for any option once patched, even
+    after the patch was undone.)
+    """
+    from torch.utils._config_module import _UNSET_SENTINEL
+
+    entry = module._config[name]
+    for value in (entry.env_value_force, entry.env_value_default):
+        if value is not _UNSET_SENTINEL:
+            return value
+    return entry.default
+
+
 def _warn_conflicts(held: Sequence[tuple[str, HeldOption]]) -> None:
     for switch, h in held:
         module, name = _config_of(h.option)
         current = getattr(module, name)
-        if current == h.value or module._is_default(name):
+        if current == h.value or current == _baseline(module, name):
             continue
         key = (switch, h.option, repr(current))
         if key in _warned:
