@@ -119,7 +119,7 @@ def _max_diff(actual: Any, expected: Any) -> float:
 def run_model(name: str, device: str, shapes: str, train: bool, repeats: int, arms):
     """All arms of one model and mode, in this process."""
     import torch
-    from models import build, loss_of
+    from models import build, compile_config, loss_of
 
     time_steps = _timer(device)
     rows = []
@@ -146,7 +146,7 @@ def run_model(name: str, device: str, shapes: str, train: bool, repeats: int, ar
             with torch.no_grad():
                 return fn(*inputs)
 
-        with torch._inductor.config.patch(switches or {}):
+        with torch._inductor.config.patch(switches or {}), compile_config(name):
             start = time.perf_counter()
             out = step()  # compiles (forward and backward)
             if device == "cuda":

@@ -27,7 +27,7 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from models import build
+from models import build, compile_config
 
 
 def measure(name: str, device: str, mode: str, shapes: str) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def measure(name: str, device: str, mode: str, shapes: str) -> dict[str, Any]:
     torch._dynamo.reset()
     metrics.reset()
     start = time.perf_counter()
-    with torch.no_grad(), fusion_report.capture() as rep:
+    with torch.no_grad(), fusion_report.capture() as rep, compile_config(name):
         compiled = torch.compile(model, mode=None if mode == "default" else mode)
         compiled(*inputs)
     seconds = time.perf_counter() - start

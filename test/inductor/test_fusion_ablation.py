@@ -325,10 +325,10 @@ class AblationModelsMixin:
     shapes = "ci"
 
     def check_model(self, name):
-        from models import build
+        from models import build, compile_config
 
         model, inputs = build(name, self.device, self.shapes)
-        with torch.no_grad():
+        with torch.no_grad(), compile_config(name):
             expected = model(*inputs)
             for switches in SWITCHES.values():
                 torch._dynamo.reset()
