@@ -11,7 +11,6 @@ Results equal eager in every combination, over upstream's OpInfo database and
 over the benchmarks' default model set.
 """
 
-import copy
 import inspect
 import os
 import re
@@ -28,9 +27,10 @@ from torch.testing._internal.common_device_type import (
     instantiate_device_type_tests,
     ops,
 )
-from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.inductor_utils import GPU_TYPE, HAS_GPU
 from torch.testing._internal.logging_utils import LoggingTestCase, make_logging_test
+
+from test_fusion_remarks_opinfo import first_sample_call, opinfo_subset
 
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -196,6 +196,21 @@ class TestFusionOnly(TestCase):
             any("holds max_autotune=False" in line for line in logs.output), logs.output
         )
 
+    def test_reduce_overhead_keeps_no_cuda_graphs(self):
+        fusion_ablation._warned.clear()
+        torch._dynamo.reset()
+        x = torch.randn(64)
+        with (
+            torch._inductor.config.patch(fusion_only=True, no_fusion=True),
+            self.assertLogs(fusion_ablation.log, "WARNING") as logs,
+        ):
+            out = torch.compile(sin_plus_cos, mode="reduce-overhead")(x)
+        self.assertEqual(out, sin_plus_cos(x))
+        self.assertTrue(
+            any("holds triton.cudagraphs=False" in line for line in logs.output),
+            logs.output,
+        )
+
     def test_bad_env_value_is_a_clear_error(self):
         script = "import torch; torch.compile(lambda x: x.sin())(torch.randn(4))"
         env = dict(os.environ, TORCHINDUCTOR_FUSION_ONLY="yes")
@@ -250,49 +265,14 @@ class TestAblationDocs(TestCase):
             self.assertIn(f"| `{held.option}` |", text)
 
 
-def _clone(value):
-    return value.clone() if isinstance(value, torch.Tensor) else copy.deepcopy(value)
-
-
-def _opinfo_subset():
-    nondeterministic = (
-        "rand",
-        "normal",
-        "bernoulli",
-        "dropout",
-        "multinomial",
-        "empty",
-    )
-    candidates = [
-        op
-        for op in sorted(op_db, key=lambda o: (o.name, o.variant_test_name))
-        if torch.float32 in op.supported_dtypes("cpu")
-        and not any(word in op.name for word in nondeterministic)
-    ]
-    wanted = os.environ.get("FUSION_ABLATION_OPINFO_OPS", "40")
-    if wanted == "all":
-        return candidates
-    step = max(1, len(candidates) // max(1, int(wanted)))
-    # Offset by half a step: other ops than the fusion-remarks sweep's.
-    return candidates[step // 2 :: step][: int(wanted)]
-
-
 class TestAblationOpInfo(TestCase):
-    @ops(_opinfo_subset(), allowed_dtypes=(torch.float32,))
+    # Offset by half a step: other ops than the fusion-remarks sweep's.
+    @ops(
+        opinfo_subset("FUSION_ABLATION_OPINFO_OPS", "40", offset=0.5),
+        allowed_dtypes=(torch.float32,),
+    )
     def test_switches_match_eager(self, device, dtype, op):
-        samples = list(op.sample_inputs(device, dtype, requires_grad=False))
-        if not samples:
-            self.skipTest("no sample inputs")
-        sample = samples[0]
-
-        def fn(*args, **kwargs):
-            return op(*args, **kwargs)
-
-        def arguments():
-            return (
-                [_clone(sample.input), *[_clone(a) for a in sample.args]],
-                {k: _clone(v) for k, v in sample.kwargs.items()},
-            )
+        fn, arguments = first_sample_call(self, op, device, dtype)
 
         def compiled(switches):
             torch._dynamo.reset()

@@ -31,19 +31,43 @@ from torch.testing._internal.common_methods_invocations import op_db
 NONDETERMINISTIC = ("rand", "normal", "bernoulli", "dropout", "multinomial", "empty")
 
 
-def _subset() -> list:
+def opinfo_subset(env: str, default: str, offset: float = 0.0) -> list:
+    """A deterministic subset of op_db (CPU float32): every k-th op.
+
+    ``env`` names the variable that sets its size (or ``all``); ``offset``
+    (a fraction of the step) lets two sweeps cover different ops.
+    """
     candidates = [
         op
         for op in sorted(op_db, key=lambda o: (o.name, o.variant_test_name))
         if torch.float32 in op.supported_dtypes("cpu")
         and not any(word in op.name for word in NONDETERMINISTIC)
     ]
-    wanted = os.environ.get("FUSION_OPINFO_OPS", "120")
+    wanted = os.environ.get(env, default)
     if wanted == "all":
         return candidates
     n = max(1, int(wanted))
     step = max(1, len(candidates) // n)
-    return candidates[::step][:n]
+    return candidates[int(step * offset) :: step][:n]
+
+
+def first_sample_call(test, op, device, dtype):
+    """``(fn, arguments)``: the op as a function, and fresh copies of its first sample."""
+    samples = list(op.sample_inputs(device, dtype, requires_grad=False))
+    if not samples:
+        test.skipTest("no sample inputs")
+    sample = samples[0]
+
+    def fn(*args, **kwargs):
+        return op(*args, **kwargs)
+
+    def arguments():
+        return (
+            [_clone(sample.input), *[_clone(a) for a in sample.args]],
+            {k: _clone(v) for k, v in sample.kwargs.items()},
+        )
+
+    return fn, arguments
 
 
 def _clone(value):
@@ -53,21 +77,9 @@ def _clone(value):
 
 
 class TestFusionRemarksOpInfo(TestCase):
-    @ops(_subset(), allowed_dtypes=(torch.float32,))
+    @ops(opinfo_subset("FUSION_OPINFO_OPS", "120"), allowed_dtypes=(torch.float32,))
     def test_coverage_and_correctness(self, device, dtype, op):
-        samples = list(op.sample_inputs(device, dtype, requires_grad=False))
-        if not samples:
-            self.skipTest("no sample inputs")
-        sample = samples[0]
-
-        def fn(*args, **kwargs):
-            return op(*args, **kwargs)
-
-        def arguments():
-            return (
-                [_clone(sample.input), *[_clone(a) for a in sample.args]],
-                {k: _clone(v) for k, v in sample.kwargs.items()},
-            )
+        fn, arguments = first_sample_call(self, op, device, dtype)
 
         try:
             args, kwargs = arguments()
