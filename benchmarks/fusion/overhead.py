@@ -74,15 +74,20 @@ def child(model: str, device: str, arm: str) -> None:
     print(json.dumps({"seconds": seconds, "cpu_seconds": cpu}))
 
 
-HOOKS = (
-    "record_realize",
-    "record_why_no_fuse",
-    "begin_fusion",
-    "fx_pass_enter",
-    "fx_pass_exit",
-    "record_pattern_matches",
-    "watch_codegen",
-)
+# Every function the fork's patches call from upstream code, by module.
+HOOKS = {
+    "fusion_remarks": (
+        "record_realize",
+        "record_why_no_fuse",
+        "begin_fusion",
+        "fx_pass_enter",
+        "fx_pass_exit",
+        "record_pattern_matches",
+        "watch_codegen",
+        "report_for_cache",
+    ),
+    "fusion_ablation": ("pending", "realize_alone", "fusion_disabled"),
+}
 
 
 def hook_cost(model: str, device: str) -> dict[str, object]:
@@ -100,9 +105,13 @@ def hook_cost(model: str, device: str) -> dict[str, object]:
     sys.path.insert(0, str(HERE))
     from models import build
 
+    from torch._inductor import fusion_ablation
+
+    modules = {"fusion_remarks": fusion_remarks, "fusion_ablation": fusion_ablation}
     assert not fusion_remarks.is_enabled(), "remarks must be off for this bound"
-    calls = dict.fromkeys(HOOKS, 0)
-    originals = {name: getattr(fusion_remarks, name) for name in HOOKS}
+    hooks = [(modules[m], name) for m, names in HOOKS.items() for name in names]
+    calls = {name: 0 for _, name in hooks}
+    originals = {name: getattr(module, name) for module, name in hooks}
 
     def counting(name):
         def hook(*args, **kwargs):
@@ -111,21 +120,26 @@ def hook_cost(model: str, device: str) -> dict[str, object]:
 
         return hook
 
-    for name in HOOKS:
-        setattr(fusion_remarks, name, counting(name))
+    for module, name in hooks:
+        setattr(module, name, counting(name))
     torch.manual_seed(0)
-    module, inputs = build(model, device, "ci" if device == "cpu" else "full")
+    module_, inputs = build(model, device, "ci" if device == "cpu" else "full")
     start = time.perf_counter()
     with torch.no_grad():
-        torch.compile(module)(*inputs)
+        torch.compile(module_)(*inputs)
     compile_s = time.perf_counter() - start
-    for name in HOOKS:
-        setattr(fusion_remarks, name, originals[name])
+    for module, name in hooks:
+        setattr(module, name, originals[name])
 
     class Node:  # what a disabled hook may touch before returning
         nodes: list = []
 
+    class Graph:  # a GraphLowering without a recorder
+        pass
+
     gm = torch.fx.symbolic_trace(torch.nn.Identity())
+    added = torch.fx.symbolic_trace(lambda x: x + 1)
+    node = next(n for n in added.graph.nodes if n.op == "call_function")
     samples = {
         "record_realize": lambda: fusion_remarks.record_realize(None),
         "record_why_no_fuse": lambda: fusion_remarks.record_why_no_fuse(None),
@@ -134,12 +148,16 @@ def hook_cost(model: str, device: str) -> dict[str, object]:
         "fx_pass_exit": lambda: fusion_remarks.fx_pass_exit(None, gm),
         "record_pattern_matches": lambda: fusion_remarks.record_pattern_matches("p", 1),
         "watch_codegen": lambda: fusion_remarks.watch_codegen(None).__enter__(),
+        "report_for_cache": lambda: fusion_remarks.report_for_cache(Graph()),
+        "pending": fusion_ablation.pending,
+        "realize_alone": lambda: fusion_ablation.realize_alone(None, node),
+        "fusion_disabled": fusion_ablation.fusion_disabled,
     }
     per_call = {
         name: min(timeit.repeat(fn, number=10000, repeat=5)) / 10000
         for name, fn in samples.items()
     }
-    added = sum(calls[name] * per_call[name] for name in HOOKS)
+    added = sum(calls[name] * per_call[name] for name in calls)
     return {
         "model": model,
         "compile_s": compile_s,
