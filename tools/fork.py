@@ -52,6 +52,8 @@ EXPORT_ROOTS = ("torch", "test", "benchmarks", "docs")
 FORK_ONLY = frozenset(
     {"torch/_fork.py", "torch/version.py", "test/inductor/test_fork_overlay.py"}
 )
+# Directories of measured results: evidence for this fork, not upstream code.
+FORK_ONLY_DIRS = ("benchmarks/results/",)
 IGNORED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".ruff_cache"})
 INSTALL_HINT = "python -m pip install torch==2.11.0   (or run `make develop`)"
 
@@ -645,6 +647,7 @@ def export_series(fork: Fork, out: Path) -> list[Path]:
                     p.is_file()
                     and not _ignored(p.relative_to(base))
                     and rel not in FORK_ONLY
+                    and not rel.startswith(FORK_ONLY_DIRS)
                 ):
                     new_by_root.setdefault(root, []).append(rel)
     for rel in new_by_root.get("torch", []):
