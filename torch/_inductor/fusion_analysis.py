@@ -395,15 +395,37 @@ def _latest_verdict(
     return None
 
 
+def buffer_bytes(name: str) -> int | None:
+    """Bytes of one IR buffer (size hints for symbolic sizes), None if unknown.
+
+    A boundary's value is written to this buffer by one kernel and read back by
+    the other, so it prices the boundary in memory traffic.
+    """
+    from .virtualized import V
+
+    try:
+        buf = V.graph.try_get_buffer(name)
+        if buf is None:
+            return None
+        numel = V.graph.sizevars.size_hint(buf.get_numel(), fallback=0)
+        return int(numel) * buf.get_dtype().itemsize
+    except Exception:
+        return None
+
+
 def _materialization(
     kernel: _Kernel, op: torch.fx.Node, recorder: GraphRecorder
 ) -> dict[str, Any]:
     for sub in _base_of(kernel, op):
         for name in sub.get_buffer_names():
+            out: dict[str, Any] = {"buffer": name}
+            size = buffer_bytes(name)
+            if size is not None:
+                out["bytes"] = size
             realization = recorder.realizations.get(name)
             if realization is not None:
-                return {"buffer": name, "materialized_by": realization.reason.value}
-            return {"buffer": name}
+                out["materialized_by"] = realization.reason.value
+            return out
     return {}
 
 
