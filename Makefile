@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-installed
 EXPORT_DIR ?= build/export
 
-.PHONY: develop build check lint test report export clean
+.PHONY: develop build check lint test report export clean system-deps
 
 # A virtualenv with the pinned torch and test tools, the overlay built and
 # activated through a .pth file.  Quick and a no-op when nothing changed.
@@ -31,17 +31,23 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
+# Graphviz (report pictures) and, for the tests, Chromium, from Debian.
+system-deps:
+	@sh tools/install_system_deps.sh --with-browser
+
 # CI's entry point (.ci/run calls it).
-test: develop
+test: develop system-deps
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) tools/fork.py check
 	$(PY) -m pytest -v tools/test test
 
-# The main job.  Until the fusion report exists, it runs the seed example
-# torch.sin(x) + torch.cos(x) under TORCH_LOGS=fusion.
+# The main job: the fusion study of the default model set at CI shapes, on
+# CUDA when a GPU is present, else on the CPU; writes reports/ (index.html,
+# one page per model, summary.md, study.json) and prints the summary table.
 report: develop
-	TORCH_LOGS=fusion $(PY) benchmarks/fusion/seed_example.py
+	@sh tools/install_system_deps.sh
+	$(PY) benchmarks/fusion/study.py --shapes ci --out reports
 
 # The whole change as a git-am series against upstream's layout (an output:
 # build/ is ignored and the series is committed nowhere).

@@ -54,74 +54,13 @@ ARMS: dict[str, dict[str, bool] | None] = {
 }
 
 
-def _timer(device: str):
-    import torch
-
-    if device == "cuda":
-
-        def time_steps(step, repeats: int) -> list[float]:
-            times = []
-            for _ in range(repeats):
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                start.record()
-                step()
-                end.record()
-                end.synchronize()
-                times.append(start.elapsed_time(end) / 1e3)
-            return times
-
-    else:
-
-        def time_steps(step, repeats: int) -> list[float]:
-            times = []
-            for _ in range(repeats):
-                start = time.perf_counter()
-                step()
-                times.append(time.perf_counter() - start)
-            return times
-
-    return time_steps
-
-
-def _launches(step, device: str) -> float | None:
-    """Kernels launched per step, from torch.profiler (GPU kernels only)."""
-    if device != "cuda":
-        return None
-    import torch
-    from torch.autograd import DeviceType
-    from torch.profiler import profile, ProfilerActivity
-
-    steps = 3
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            step()
-        torch.cuda.synchronize()
-    kernels = [
-        e
-        for e in prof.events()
-        if e.device_type == DeviceType.CUDA
-        and not e.name.startswith(("Memcpy", "Memset"))
-    ]
-    return len(kernels) / steps
-
-
-def _max_diff(actual: Any, expected: Any) -> float:
-    import torch
-
-    if isinstance(actual, (tuple, list)):
-        return max((_max_diff(a, e) for a, e in zip(actual, expected)), default=0.0)
-    if isinstance(actual, torch.Tensor) and actual.is_floating_point():
-        return (actual.float() - expected.float()).abs().max().item()
-    return 0.0 if torch.equal(actual, expected) else math.inf
-
-
 def run_model(name: str, device: str, shapes: str, train: bool, repeats: int, arms):
     """All arms of one model and mode, in this process."""
     import torch
+    from measure import launches_per_step, matches, step_timer
     from models import build, compile_config, loss_of
 
-    time_steps = _timer(device)
+    time_steps = step_timer(device)
     rows = []
     model, inputs = build(name, device, shapes)
     if train:
@@ -152,7 +91,7 @@ def run_model(name: str, device: str, shapes: str, train: bool, repeats: int, ar
             if device == "cuda":
                 torch.cuda.synchronize()
             compile_s = time.perf_counter() - start if switches is not None else 0.0
-            max_diff = _max_diff(out.detach() if train else out, expected)
+            same, max_diff = matches(out.detach() if train else out, expected)
             for _ in range(10):
                 step()
             if device == "cuda":
@@ -160,7 +99,7 @@ def run_model(name: str, device: str, shapes: str, train: bool, repeats: int, ar
                 torch.cuda.reset_peak_memory_stats()
             times = time_steps(step, repeats)
             peak = torch.cuda.max_memory_allocated() if device == "cuda" else None
-            launches = _launches(step, device)
+            launches = launches_per_step(step, device)
         row = {
             "model": name,
             "mode": "training" if train else "inference",
@@ -171,21 +110,11 @@ def run_model(name: str, device: str, shapes: str, train: bool, repeats: int, ar
             "compile_s": round(compile_s, 2),
             "peak_bytes": peak,
             "max_abs_diff": max_diff,
-            "matches_eager": max_diff <= 1e-2 * max(1.0, _scale(expected)),
+            "matches_eager": same,
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows
-
-
-def _scale(expected: Any) -> float:
-    import torch
-
-    if isinstance(expected, (tuple, list)):
-        return max((_scale(e) for e in expected), default=1.0)
-    if isinstance(expected, torch.Tensor) and expected.is_floating_point():
-        return expected.abs().max().item()
-    return 1.0
 
 
 def write_report(json_path: Path) -> None:

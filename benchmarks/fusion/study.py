@@ -1,0 +1,862 @@
+"""The fusion study: which ops does Inductor not fuse in real models, and why?
+
+Compiles every model of the default set (``models.py``, built from configs,
+nothing downloaded) under ``fusion_report.capture()`` and reports, per model,
+compile mode and step (inference, or a training step = forward + backward):
+
+* aten ops, kernels (generated / extern), graphs and Dynamo graph breaks;
+* kernel boundaries by reason and category (graph breaks count as boundaries of
+  reason ``graph_break``, stage ``dynamo``), the heuristic ones, and those the
+  opt-in fusible check (``--check-fusible N``) forced: correct and faster or not;
+* the bytes the boundaries move: each distinct (buffer, consumer kernel)
+  crossing of a dependency boundary is one read of the buffer by another
+  kernel, priced at the buffer's size;
+* eager vs compiled step time (median; CUDA events around each step on a GPU,
+  ``perf_counter`` on the CPU) and, on a GPU, kernel launches per step from
+  ``torch.profiler``;
+
+and, suite-wide, the top reasons by count and by bytes, overall and per model
+family.  Each case runs in a child process, so a model that fails to compile
+(or hangs past ``--case-timeout``) is reported as failed with its error and
+the study goes on.
+
+Outputs under ``--out`` (default ``reports/``): ``index.html`` (suite tables,
+one linked page per case), ``cases/<case>.html`` (the fusion report page:
+graph pictures, annotated source, boundary tables), ``captures/<case>.json``
+(the raw capture, schema of ``torch._inductor.fusion_report``), ``study.json``
+(rows and suite tables) and ``summary.md``.
+
+    python benchmarks/fusion/study.py                       # default set, CI shapes
+    python benchmarks/fusion/study.py --device cuda --shapes full \\
+        --steps inference,training --modes default,max-autotune-no-cudagraphs
+    python benchmarks/fusion/study.py --shard 1/2 --out r1  # on one machine
+    python benchmarks/fusion/study.py --shard 2/2 --out r2  # on another
+    python benchmarks/fusion/study.py merge r1 r2 --out reports
+
+A merge of all shards gives the same study as one unsharded run (timings are
+measurements: they differ between any two runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import html
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+STUDY_VERSION = 1
+STEPS = ("inference", "training")
+# Deterministic fields of a row: what a merge must reproduce exactly.
+MEASURED = (
+    "eager_ms",
+    "compiled_ms",
+    "speedup",
+    "compile_s",
+    "launches_eager",
+    "launches_compiled",
+    "fusible_checks",
+    "max_abs_diff",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    model: str
+    step: str
+    mode: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.model}-{self.step}-{self.mode}"
+
+
+def plan(models: list[str], steps: list[str], modes: list[str]) -> list[Case]:
+    """Every case of the study, in its canonical order."""
+    return [Case(m, s, mode) for mode in modes for s in steps for m in models]
+
+
+def shard(cases: list[Case], spec: str | None) -> list[Case]:
+    """The cases of shard ``i/n`` (1-based): every n-th case from the i-th."""
+    if not spec:
+        return cases
+    try:
+        i, n = (int(x) for x in spec.split("/"))
+    except ValueError:
+        raise SystemExit(f"--shard {spec!r}: expected i/n, e.g. 1/2") from None
+    if not 1 <= i <= n:
+        raise SystemExit(f"--shard {spec!r}: need 1 <= i <= n")
+    return cases[i - 1 :: n]
+
+
+# ---------------------------------------------------------------------------
+# One case, in a child process
+
+
+def _compile_options(mode: str, autotune_convs: bool) -> dict[str, Any]:
+    """Inductor options for a mode: max-autotune tunes GEMMs, convs only if asked.
+
+    Autotuning every convolution of a CNN takes minutes per model on a GPU.
+    """
+    if "max-autotune" in mode and not autotune_convs:
+        return {"max_autotune_conv_backends": "ATEN"}
+    return {}
+
+
+def run_case(
+    case: Case,
+    device: str,
+    shapes: str,
+    repeats: int,
+    check_fusible: int,
+    autotune_convs: bool,
+    out: Path,
+) -> dict[str, Any]:
+    """Compile, capture, time and check one case; the row of the study."""
+    import torch
+    from measure import launches_per_step, matches, median_step_s
+    from models import build, compile_config, loss_of, MODELS
+
+    from torch._inductor import fusion_report
+
+    spec = MODELS[case.model]
+    row: dict[str, Any] = {"case": case.id, **dataclasses.asdict(case)}
+    row["family"] = spec.family
+    train = case.step == "training"
+    model, inputs = build(case.model, device, shapes)
+    if train:
+        model.train()
+        # Dropout would make eager and compiled differ by design.
+        for module in model.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
+        if not any(p.requires_grad for p in model.parameters()):
+            # A micro-benchmark has no weights: differentiate by its input.
+            inputs = tuple(
+                t.requires_grad_() if t.is_floating_point() else t for t in inputs
+            )
+
+    def make_step(fn: Any) -> Any:
+        def step() -> Any:
+            if train:
+                model.zero_grad(set_to_none=True)
+                out = fn(*inputs)
+                loss_of(out).backward()
+                return out
+            with torch.no_grad():
+                return fn(*inputs)
+
+        return step
+
+    eager_step = make_step(model)
+    expected = eager_step()
+    torch._dynamo.reset()
+    compiled = torch.compile(
+        model,
+        mode=None if case.mode == "default" else case.mode,
+        options=_compile_options(case.mode, autotune_convs) or None,
+    )
+    compiled_step = make_step(compiled)
+    with fusion_report.capture() as rep, compile_config(case.model):
+        start = time.perf_counter()
+        actual = compiled_step()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        row["compile_s"] = round(time.perf_counter() - start, 2)
+    data = rep.to_json()
+    row.update(summarize(data))
+    same, diff = matches(
+        actual.detach() if isinstance(actual, torch.Tensor) else actual, expected
+    )
+    row["matches_eager"] = same
+    row["max_abs_diff"] = diff
+
+    if check_fusible:
+        row["fusible_checks"] = _check_fusible(
+            data, model, inputs, case, check_fusible, autotune_convs
+        )
+        row.update(summarize(data))  # the check filled `fusible`
+
+    with compile_config(case.model):
+        eager_s = median_step_s(eager_step, device, repeats)
+        compiled_s = median_step_s(compiled_step, device, repeats)
+        row["launches_eager"] = launches_per_step(eager_step, device)
+        row["launches_compiled"] = launches_per_step(compiled_step, device)
+    row["eager_ms"] = eager_s * 1e3
+    row["compiled_ms"] = compiled_s * 1e3
+    row["speedup"] = eager_s / compiled_s
+    row["status"] = "ok"
+    (out / "captures").mkdir(parents=True, exist_ok=True)
+    (out / "captures" / f"{case.id}.json").write_text(json.dumps(data) + "\n")
+    return row
+
+
+def _check_fusible(
+    data: dict[str, Any],
+    model: Any,
+    inputs: tuple[Any, ...],
+    case: Case,
+    limit: int,
+    autotune_convs: bool,
+) -> dict[str, Any]:
+    """Force up to ``limit`` heuristic boundaries (the costliest first)."""
+    from torch._inductor import fusion_check
+
+    compile_kwargs: dict[str, Any] = {}
+    if case.mode != "default":
+        compile_kwargs["mode"] = case.mode
+    options = _compile_options(case.mode, autotune_convs)
+    if options:
+        compile_kwargs["options"] = options
+    checked = fusion_check.check_fusible(
+        model,
+        inputs,
+        data,
+        max_boundaries=limit,
+        compile_kwargs=compile_kwargs,
+        training=case.step == "training",
+    )
+    return {"checked": checked}
+
+
+def summarize(data: dict[str, Any]) -> dict[str, Any]:
+    """The deterministic per-case numbers of a capture (see the module doc)."""
+    graphs = data["graphs"]
+    breaks = data.get("graph_breaks", [])
+    by_reason: dict[str, dict[str, Any]] = {}
+    by_category: collections.Counter[str] = collections.Counter()
+
+    def count(reason: str, category: str, nbytes: int = 0) -> None:
+        entry = by_reason.setdefault(
+            reason, {"category": category, "count": 0, "bytes": 0}
+        )
+        entry["count"] += 1
+        entry["bytes"] += nbytes
+        by_category[category] += 1
+
+    crossings: set[tuple[str, str, str]] = set()
+    fusible = {"true": 0, "false": 0, "unknown": 0}
+    heuristic = 0
+    for graph in graphs:
+        for b in graph["boundaries"]:
+            nbytes = 0
+            buffer = b["args"].get("buffer")
+            if b["relation"] == "dependency" and buffer is not None:
+                key = (graph["compile_id"], buffer, b["kernels"][-1])
+                if key not in crossings:
+                    crossings.add(key)
+                    nbytes = int(b["args"].get("bytes") or 0)
+            count(b["reason"], b["category"], nbytes)
+            heuristic += b["category"] == "heuristic"
+            state = b.get("fusible")
+            fusible["unknown" if state is None else str(bool(state)).lower()] += 1
+    for brk in breaks:
+        count(brk.get("reason", "graph_break"), brk.get("category", "legality"))
+    computing = [op for g in graphs for op in g["ops"] if op["computes"]]
+    kernels = [k for g in graphs for k in g["kernels"]]
+    extern = sum(k["kind"] in ("extern", "fallback") for k in kernels)
+    from torch._inductor.fusion_analysis import coverage_violations
+
+    return {
+        "graphs": len(graphs),
+        "graph_breaks": len(breaks),
+        "ops": len(computing),
+        "kernels": len(kernels),
+        "kernels_generated": len(kernels) - extern,
+        "kernels_extern": extern,
+        "boundaries": sum(e["count"] for e in by_reason.values()),
+        "heuristic_boundaries": heuristic,
+        "fusible": fusible,
+        "boundary_bytes": sum(e["bytes"] for e in by_reason.values()),
+        "by_reason": dict(sorted(by_reason.items())),
+        "by_category": dict(sorted(by_category.items())),
+        "violations": sum(len(coverage_violations(g)) for g in graphs),
+    }
+
+
+def _child(spec: dict[str, Any]) -> int:
+    """Run one case; print its row as the last line, ``ROW {json}``."""
+    case = Case(**spec["case"])
+    try:
+        row = run_case(
+            case,
+            spec["device"],
+            spec["shapes"],
+            spec["repeats"],
+            spec["check_fusible"],
+            spec["autotune_convs"],
+            Path(spec["out"]),
+        )
+    except Exception as e:
+        row = {
+            "case": case.id,
+            **dataclasses.asdict(case),
+            "status": "failed",
+            "error": f"{type(e).__name__}: {e}"[:2000],
+            "traceback": traceback.format_exc()[-4000:],
+        }
+    print("ROW " + json.dumps(row, default=str), flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# The parent: cases in child processes, progress, outputs
+
+
+class Progress:
+    """A one-line progress bar on a terminal, one line per case elsewhere."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.start = time.monotonic()
+        self.tty = sys.stderr.isatty()
+
+    def update(self, done: int, label: str) -> None:
+        width = 24
+        filled = width * done // max(1, self.total)
+        elapsed = time.monotonic() - self.start
+        line = (
+            f"[{'#' * filled}{'-' * (width - filled)}] {done}/{self.total} "
+            f"{elapsed:6.0f}s {label}"
+        )
+        if self.tty:
+            sys.stderr.write("\r\033[K" + line)
+            if done == self.total:
+                sys.stderr.write("\n")
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+def run_study(args: argparse.Namespace, cases: list[Case], out: Path) -> list[dict]:
+    from models import MODELS
+
+    env = dict(
+        os.environ,
+        TORCHINDUCTOR_FX_GRAPH_CACHE="0",
+        TORCHINDUCTOR_AUTOGRAD_CACHE="0",
+        HF_HUB_OFFLINE="1",
+    )
+    rows = []
+    progress = Progress(len(cases))
+    for done, case in enumerate(cases):
+        progress.update(done, f"{case.id} ...")
+        spec = {
+            "case": dataclasses.asdict(case),
+            "device": args.device,
+            "shapes": args.shapes,
+            "repeats": args.repeats,
+            "check_fusible": args.check_fusible,
+            "autotune_convs": args.autotune_convs,
+            "out": str(out),
+        }
+        cmd = [sys.executable, str(Path(__file__)), "--child", json.dumps(spec)]
+        if args.extra_models:
+            cmd[2:2] = ["--extra-models", args.extra_models]
+        try:
+            proc = subprocess.run(
+                cmd,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=args.case_timeout,
+            )
+            found = [ln for ln in proc.stdout.splitlines() if ln.startswith("ROW ")]
+            if found:
+                row = json.loads(found[-1][4:])
+            else:
+                row = _failed(case, f"exit {proc.returncode}: {proc.stderr[-2000:]}")
+        except subprocess.TimeoutExpired:
+            row = _failed(case, f"timed out after {args.case_timeout} s")
+        row.setdefault("family", MODELS[case.model].family)
+        rows.append(row)
+        if args.verbose or row["status"] != "ok":
+            print(json.dumps(row, default=str)[:3000], file=sys.stderr, flush=True)
+        write_outputs(out, _settings(args), rows, pages=False)  # keep partial results
+    progress.update(len(cases), "done")
+    return rows
+
+
+def _failed(case: Case, error: str) -> dict[str, Any]:
+    return {
+        "case": case.id,
+        **dataclasses.asdict(case),
+        "status": "failed",
+        "error": error,
+    }
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    return {
+        "study_version": STUDY_VERSION,
+        "device": args.device,
+        "device_name": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "fork": str(getattr(torch.version, "fork", "")),
+        "shapes": args.shapes,
+        "models": args.models,
+        "steps": args.steps,
+        "modes": args.modes,
+        "repeats": args.repeats,
+        "check_fusible": args.check_fusible,
+        "timing": "CUDA events per step, median"
+        if args.device == "cuda"
+        else "perf_counter per step, median",
+        "command": " ".join(sys.argv),
+    }
+
+
+# ---------------------------------------------------------------------------
+# Suite tables and renderings
+
+
+def suite_tables(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Top reasons by count and by bytes, suite-wide and per model family."""
+    ok = [r for r in rows if r.get("status") == "ok"]
+
+    def table(selected: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        merged: dict[str, dict[str, Any]] = {}
+        for r in selected:
+            for reason, e in r["by_reason"].items():
+                m = merged.setdefault(
+                    reason,
+                    {
+                        "reason": reason,
+                        "category": e["category"],
+                        "count": 0,
+                        "bytes": 0,
+                        "cases": 0,
+                    },
+                )
+                m["count"] += e["count"]
+                m["bytes"] += e["bytes"]
+                m["cases"] += 1
+        return sorted(merged.values(), key=lambda m: (-m["count"], m["reason"]))
+
+    families = sorted({r["family"] for r in ok})
+    overall = table(ok)
+    return {
+        "cases": len(rows),
+        "failed": [r["case"] for r in rows if r.get("status") != "ok"],
+        "by_count": overall,
+        "by_bytes": sorted(overall, key=lambda m: (-m["bytes"], m["reason"])),
+        "by_family": {f: table([r for r in ok if r["family"] == f]) for f in families},
+        "unexplained": sum(r["violations"] for r in ok),
+    }
+
+
+def _mb(nbytes: float) -> str:
+    return f"{nbytes / 1e6:.3f}"
+
+
+def _ms(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _launches(row: dict[str, Any]) -> str:
+    e, c = row.get("launches_eager"), row.get("launches_compiled")
+    return "-" if e is None else f"{e:.0f}/{c:.0f}"
+
+
+def _fusible(row: dict[str, Any]) -> str:
+    f = row["fusible"]
+    checked = f["true"] + f["false"]
+    return f"{f['true']}/{checked}" if checked else "-"
+
+
+def _top(row: dict[str, Any], n: int = 3) -> str:
+    top = sorted(row["by_reason"].items(), key=lambda kv: (-kv[1]["count"], kv[0]))
+    return ", ".join(f"{k} {v['count']}" for k, v in top[:n])
+
+
+ROW_COLUMNS = (
+    "case",
+    "family",
+    "graphs",
+    "breaks",
+    "ops",
+    "kernels gen/ext",
+    "boundaries",
+    "heuristic",
+    "fusible",
+    "boundary MB",
+    "eager ms",
+    "compiled ms",
+    "speed-up",
+    "launches eager/compiled",
+    "top reasons",
+)
+
+
+def _row_cells(r: dict[str, Any]) -> list[str]:
+    if r.get("status") != "ok":
+        return [r["case"], r.get("family", "-"), "FAILED: " + r["error"][:160]] + [
+            ""
+        ] * (len(ROW_COLUMNS) - 3)
+    return [
+        r["case"],
+        r["family"],
+        str(r["graphs"]),
+        str(r["graph_breaks"]),
+        str(r["ops"]),
+        f"{r['kernels_generated']}/{r['kernels_extern']}",
+        str(r["boundaries"]),
+        str(r["heuristic_boundaries"]),
+        _fusible(r),
+        _mb(r["boundary_bytes"]),
+        _ms(r.get("eager_ms")),
+        _ms(r.get("compiled_ms")),
+        "-" if r.get("speedup") is None else f"{r['speedup']:.2f}",
+        _launches(r),
+        _top(r),
+    ]
+
+
+def markdown(settings: dict[str, Any], rows: list[dict], suite: dict) -> str:
+    lines = [
+        "# Fusion study",
+        "",
+        f"{settings['device_name']}, torch {settings['torch']} {settings['fork']}, "
+        f"shapes {settings['shapes']}; timing: {settings['timing']}, "
+        f"{settings['repeats']} steps after warm-up.",
+        "",
+        f"Command: `{settings['command']}`",
+        "",
+        "| " + " | ".join(ROW_COLUMNS) + " |",
+        "|" + "---|" * len(ROW_COLUMNS),
+    ]
+    lines += ["| " + " | ".join(_row_cells(r)) + " |" for r in rows]
+    lines += [
+        "",
+        f"Unexplained boundaries (coverage violations): {suite['unexplained']}."
+        + (f" Failed cases: {', '.join(suite['failed'])}." if suite["failed"] else ""),
+        "",
+        "## Top reasons, suite-wide",
+        "",
+        "| reason | category | boundaries | MB moved | cases |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {m['reason']} | {m['category']} | {m['count']} | {_mb(m['bytes'])} | {m['cases']} |"
+        for m in suite["by_count"][:12]
+    ]
+    lines += [
+        "",
+        "## Top reasons by bytes moved",
+        "",
+        "| reason | category | MB moved | boundaries |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {m['reason']} | {m['category']} | {_mb(m['bytes'])} | {m['count']} |"
+        for m in suite["by_bytes"][:8]
+        if m["bytes"]
+    ]
+    for family, table in suite["by_family"].items():
+        lines += ["", f"## Top reasons: {family}", ""]
+        lines += [
+            "| reason | category | boundaries | MB moved |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {m['reason']} | {m['category']} | {m['count']} | {_mb(m['bytes'])} |"
+            for m in table[:6]
+        ]
+    return "\n".join(lines) + "\n"
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; }
+th { background: #f0f0f0; }
+tr.failed td { background: #fde8e8; }
+code { background: #f4f4f4; padding: 0 0.2em; }
+"""
+
+
+def index_html(settings: dict[str, Any], rows: list[dict], suite: dict) -> str:
+    esc = html.escape
+
+    def table(head: list[str], body: list[list[str]], raw_first: bool = False) -> str:
+        out = ["<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
+        for cells in body:
+            out.append(
+                "<tr>"
+                + "".join(
+                    f"<td>{c if raw_first and i == 0 else esc(c)}</td>"
+                    for i, c in enumerate(cells)
+                )
+                + "</tr>"
+            )
+        return "\n".join(out) + "</table>"
+
+    case_rows = []
+    for r in rows:
+        cells = _row_cells(r)
+        if r.get("status") == "ok":
+            cells[0] = f'<a href="cases/{esc(r["case"])}.html">{esc(r["case"])}</a>'
+        else:
+            cells[0] = esc(cells[0])
+        case_rows.append(cells)
+    reason_rows = [
+        [m["reason"], m["category"], str(m["count"]), _mb(m["bytes"]), str(m["cases"])]
+        for m in suite["by_count"]
+    ]
+    family_parts = []
+    for family, fam_table in suite["by_family"].items():
+        family_parts.append(f"<h3>{esc(family)}</h3>")
+        family_parts.append(
+            table(
+                ["reason", "category", "boundaries", "MB moved"],
+                [
+                    [m["reason"], m["category"], str(m["count"]), _mb(m["bytes"])]
+                    for m in fam_table
+                ],
+            )
+        )
+    failed = "".join(
+        f"<li><b>{esc(r['case'])}</b>: <code>{esc(r['error'])}</code></li>"
+        for r in rows
+        if r.get("status") != "ok"
+    )
+    return f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Fusion study</title>
+<style>{_CSS}</style></head><body>
+<h1>Fusion study: which ops does Inductor not fuse, and why?</h1>
+<p>{esc(settings["device_name"])}, torch {esc(settings["torch"])} {esc(settings["fork"])},
+shapes {esc(settings["shapes"])}; timing: {esc(settings["timing"])}.<br>
+Command: <code>{esc(settings["command"])}</code></p>
+<h2>Cases</h2>
+{table(list(ROW_COLUMNS), case_rows, raw_first=True)}
+<p>Unexplained boundaries (coverage violations): {suite["unexplained"]}.</p>
+{f"<h2>Failed</h2><ul>{failed}</ul>" if failed else ""}
+<h2>Top reasons, suite-wide</h2>
+{table(["reason", "category", "boundaries", "MB moved", "cases"], reason_rows)}
+<h2>Top reasons by bytes moved</h2>
+{table(["reason", "category", "MB moved", "boundaries"], [[m["reason"], m["category"], _mb(m["bytes"]), str(m["count"])] for m in suite["by_bytes"] if m["bytes"]])}
+<h2>Per model family</h2>
+{"".join(family_parts)}
+</body></html>
+"""
+
+
+def write_outputs(
+    out: Path, settings: dict[str, Any], rows: list[dict], pages: bool = True
+) -> dict[str, Any]:
+    """study.json, summary.md, index.html and (``pages``) one page per case."""
+    out.mkdir(parents=True, exist_ok=True)
+    suite = suite_tables(rows)
+    study = {"settings": settings, "rows": rows, "suite": suite}
+    (out / "study.json").write_text(json.dumps(study, indent=1, default=str) + "\n")
+    (out / "summary.md").write_text(markdown(settings, rows, suite))
+    (out / "index.html").write_text(index_html(settings, rows, suite))
+    if pages:
+        from torch._inductor import fusion_html
+
+        (out / "cases").mkdir(exist_ok=True)
+        for r in rows:
+            capture = out / "captures" / f"{r['case']}.json"
+            if r.get("status") == "ok" and capture.exists():
+                fusion_html.save_html(
+                    json.loads(capture.read_text()), out / "cases" / f"{r['case']}.html"
+                )
+    return study
+
+
+def merge(directories: list[Path], out: Path) -> dict[str, Any]:
+    """Combine shard outputs into the study one unsharded run would write."""
+    studies = [json.loads((d / "study.json").read_text()) for d in directories]
+    first = studies[0]["settings"]
+    for d, s in zip(directories, studies):
+        for key in ("device", "shapes", "models", "steps", "modes", "study_version"):
+            if s["settings"][key] != first[key]:
+                raise SystemExit(
+                    f"cannot merge {d}: its {key} is {s['settings'][key]!r}, "
+                    f"not {first[key]!r} as in {directories[0]}"
+                )
+    order = {
+        c.id: i
+        for i, c in enumerate(
+            plan(
+                first["models"].split(","),
+                first["steps"].split(","),
+                first["modes"].split(","),
+            )
+        )
+    }
+    rows = sorted(
+        (r for s in studies for r in s["rows"]), key=lambda r: order.get(r["case"], 0)
+    )
+    seen = [r["case"] for r in rows]
+    duplicated = sorted({c for c in seen if seen.count(c) > 1})
+    if duplicated:
+        raise SystemExit(f"cannot merge: cases in several shards: {duplicated}")
+    missing = [c for c in order if c not in seen]
+    if missing:
+        print(f"merge: cases missing from every shard: {missing}", file=sys.stderr)
+    (out / "captures").mkdir(parents=True, exist_ok=True)
+    for d in directories:
+        for capture in (d / "captures").glob("*.json"):
+            target = out / "captures" / capture.name
+            if capture.resolve() != target.resolve():
+                shutil.copyfile(capture, target)
+    settings = dict(first, command=" ".join(sys.argv))
+    return write_outputs(out, settings, rows)
+
+
+def structural(study: dict[str, Any]) -> dict[str, Any]:
+    """A study without its measurements: what every run of it must reproduce."""
+    return {
+        "rows": [
+            {k: v for k, v in r.items() if k not in MEASURED} for r in study["rows"]
+        ],
+        "suite": study["suite"],
+    }
+
+
+def _load_extra_models(path: str) -> None:
+    """Add the ``MODELS`` of a user's Python file to the model set."""
+    import importlib.util
+
+    from models import MODELS
+
+    spec = importlib.util.spec_from_file_location("study_extra_models", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"--extra-models {path!r}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    extra = getattr(module, "MODELS", None)
+    if not isinstance(extra, dict):
+        raise SystemExit(f"--extra-models {path!r}: defines no MODELS dict")
+    MODELS.update(extra)
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    head = ("case", "ops", "kernels", "bounds", "heur", "MB", "speed-up", "top reason")
+    print(
+        f"{head[0]:42} {head[1]:>5} {head[2]:>7} {head[3]:>6} {head[4]:>5} "
+        f"{head[5]:>8} {head[6]:>8}  {head[7]}"
+    )
+    for r in rows:
+        if r.get("status") != "ok":
+            print(f"{r['case']:42} FAILED: {r['error'][:80]}")
+            continue
+        speedup = "-" if r.get("speedup") is None else f"{r['speedup']:.2f}x"
+        print(
+            f"{r['case']:42} {r['ops']:5d} {r['kernels']:7d} {r['boundaries']:6d} "
+            f"{r['heuristic_boundaries']:5d} {_mb(r['boundary_bytes']):>8} "
+            f"{speedup:>8}  {_top(r, 1)}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "merge":
+        parser = argparse.ArgumentParser(prog="study.py merge")
+        parser.add_argument("shards", nargs="+", type=Path)
+        parser.add_argument("--out", type=Path, default=Path("reports"))
+        parser.add_argument("--strict", action="store_true")
+        args = parser.parse_args(argv[1:])
+        study = merge(args.shards, args.out)
+        print_table(study["rows"])
+        print(f"\nwrote {args.out}/index.html, summary.md, study.json")
+        return 1 if args.strict and study["suite"]["failed"] else 0
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument("--shapes", choices=("ci", "full"), default="ci")
+    parser.add_argument("--models", default="all", help="comma-separated, or all")
+    parser.add_argument("--steps", default="inference", help="inference,training")
+    parser.add_argument(
+        "--modes", "--mode", default="default", help="torch.compile modes, or default"
+    )
+    parser.add_argument("--shard", help="i/n: run every n-th case from the i-th")
+    parser.add_argument("--out", type=Path, default=Path("reports"))
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="timed steps (GPU 50, CPU 5)"
+    )
+    parser.add_argument(
+        "--check-fusible",
+        type=int,
+        default=0,
+        metavar="N",
+        help="force up to N heuristic boundaries per case (see fusion_check)",
+    )
+    parser.add_argument(
+        "--autotune-convs",
+        action="store_true",
+        help="under max-autotune also autotune convolutions (minutes per CNN)",
+    )
+    parser.add_argument("--case-timeout", type=float, default=1800.0)
+    parser.add_argument("--extra-models", help="a Python file defining MODELS")
+    parser.add_argument("--verbose", action="store_true")
+    parser.add_argument(
+        "--strict", action="store_true", help="exit 1 if any case failed"
+    )
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.extra_models:
+        _load_extra_models(args.extra_models)
+    if args.child:
+        return _child(json.loads(args.child))
+
+    import torch
+    from models import MODELS
+
+    if args.device == "auto":
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: no CUDA device here")
+    if args.repeats is None:
+        args.repeats = 50 if args.device == "cuda" else 5
+    if args.models == "all":
+        args.models = ",".join(MODELS)
+    models = args.models.split(",")
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        raise SystemExit(f"unknown models {unknown}: choose from {', '.join(MODELS)}")
+    steps = args.steps.split(",")
+    if any(s not in STEPS for s in steps):
+        raise SystemExit(f"--steps {args.steps!r}: choose from {', '.join(STEPS)}")
+    modes = args.modes.split(",")
+    known_modes = {"default", *torch._inductor.list_mode_options()}
+    if any(m not in known_modes for m in modes):
+        raise SystemExit(
+            f"--modes {args.modes!r}: choose from {', '.join(sorted(known_modes))}"
+        )
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        probe = args.out / ".writable"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise SystemExit(f"--out {args.out}: cannot write there ({e})") from None
+
+    cases = shard(plan(models, steps, modes), args.shard)
+    rows = run_study(args, cases, args.out)
+    study = write_outputs(args.out, _settings(args), rows)
+    print()
+    print_table(rows)
+    print(f"\nwrote {args.out}/index.html, summary.md, study.json")
+    return 1 if args.strict and study["suite"]["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,258 @@
+# Owner(s): ["module: inductor"]
+"""The fusion study harness (benchmarks/fusion/study.py) end to end.
+
+The harness runs each case in a child process, so these tests run it as a
+user does, as a command, on micro-benchmarks of the default set and on models
+of a user's file (``--extra-models``): a model that fails to compile and one
+with a Dynamo graph break.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+from torch._inductor.test_case import run_tests, TestCase
+
+
+REPO = Path(__file__).resolve().parents[2]
+STUDY = REPO / "benchmarks" / "fusion" / "study.py"
+sys.path.insert(0, str(STUDY.parent))
+
+import study  # noqa: E402
+
+
+def run_study(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(STUDY), "--device", "cpu", "--repeats", "1", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=dict(os.environ, PYTHONWARNINGS="ignore"),
+    )
+
+
+EXTRA_MODELS = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+    from models import ModelSpec
+
+
+    @torch.library.custom_op("fusion_study_test::no_fake", mutates_args=())
+    def no_fake(x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+
+    class FailsToCompile(nn.Module):
+        def forward(self, x):
+            # A custom op without a fake (meta) kernel: Dynamo cannot trace it.
+            return no_fake(x.sin()) + 1
+
+
+    class GraphBreak(nn.Module):
+        def forward(self, x):
+            y = torch.sin(x) * 2
+            torch._dynamo.graph_break()  # BREAK_LINE
+            return torch.relu(y).sum(0) + 1
+
+
+    MODELS = {
+        "fails_to_compile": ModelSpec(
+            "fails_to_compile", "micro",
+            lambda full: (FailsToCompile(), (torch.randn(8, 8),)), "no fake kernel"
+        ),
+        "graph_break": ModelSpec(
+            "graph_break", "micro",
+            lambda full: (GraphBreak(), (torch.randn(8, 16),)), "a graph break"
+        ),
+    }
+    """
+)
+
+
+class TestStudyHarness(TestCase):
+    def test_shard_and_merge_equal_a_single_run(self):
+        models = "sin_cos,two_axis_reductions"
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            runs = {
+                "single": ["--out", str(tmp / "single")],
+                "s1": ["--shard", "1/2", "--out", str(tmp / "s1")],
+                "s2": ["--shard", "2/2", "--out", str(tmp / "s2")],
+            }
+            for extra in runs.values():
+                proc = run_study("--models", models, *extra)
+                self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+            shard_cases = [
+                [
+                    r["case"]
+                    for r in json.loads((tmp / s / "study.json").read_text())["rows"]
+                ]
+                for s in ("s1", "s2")
+            ]
+            # Each shard ran one case, a different one.
+            self.assertEqual([len(c) for c in shard_cases], [1, 1])
+            self.assertNotEqual(shard_cases[0], shard_cases[1])
+            merged = study.main(
+                ["merge", str(tmp / "s1"), str(tmp / "s2"), "--out", str(tmp / "m")]
+            )
+            self.assertEqual(merged, 0)
+            single = json.loads((tmp / "single" / "study.json").read_text())
+            combined = json.loads((tmp / "m" / "study.json").read_text())
+            self.assertEqual(study.structural(combined), study.structural(single))
+            self.assertEqual(
+                [r["case"] for r in single["rows"]],
+                ["sin_cos-inference-default", "two_axis_reductions-inference-default"],
+            )
+            rows = {r["case"]: r for r in single["rows"]}
+            # sin and cos share one kernel; the two-axis reductions do not.
+            self.assertEqual(rows["sin_cos-inference-default"]["kernels"], 1)
+            self.assertEqual(rows["sin_cos-inference-default"]["boundaries"], 0)
+            reductions = rows["two_axis_reductions-inference-default"]
+            self.assertGreater(reductions["boundaries"], 0)
+            self.assertEqual(
+                reductions["boundaries"],
+                sum(e["count"] for e in reductions["by_reason"].values()),
+            )
+            self.assertEqual(single["suite"]["unexplained"], 0)
+            for out in ("single", "m"):
+                for case in rows:
+                    page = tmp / out / "cases" / f"{case}.html"
+                    self.assertTrue(page.exists(), page)
+                index = (tmp / out / "index.html").read_text()
+                self.assertIn(f'href="cases/{case}.html"', index)
+            # Timings were measured in every run.
+            for r in combined["rows"]:
+                self.assertGreater(r["eager_ms"], 0)
+                self.assertGreater(r["compiled_ms"], 0)
+
+    def test_failing_model_is_reported_and_the_study_goes_on(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            extra = tmp / "extra_models.py"
+            extra.write_text(EXTRA_MODELS)
+            proc = run_study(
+                "--extra-models",
+                str(extra),
+                "--models",
+                "fails_to_compile,graph_break",
+                "--out",
+                str(tmp / "out"),
+            )
+            self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+            data = json.loads((tmp / "out" / "study.json").read_text())
+            rows = {r["model"]: r for r in data["rows"]}
+            failed = rows["fails_to_compile"]
+            self.assertEqual(failed["status"], "failed")
+            self.assertIn("no_fake", failed["error"])
+            self.assertEqual(data["suite"]["failed"], [failed["case"]])
+            self.assertIn("FAILED", proc.stdout)
+            self.assertIn(failed["case"], (tmp / "out" / "index.html").read_text())
+
+            # The model after it ran, and its graph break is a boundary.
+            broken = rows["graph_break"]
+            self.assertEqual(broken["status"], "ok")
+            self.assertEqual(broken["graphs"], 2)
+            self.assertEqual(broken["graph_breaks"], 1)
+            self.assertEqual(broken["by_reason"]["graph_break"]["count"], 1)
+            self.assertEqual(broken["by_reason"]["graph_break"]["category"], "legality")
+            line = next(
+                i
+                for i, text in enumerate(EXTRA_MODELS.splitlines(), 1)
+                if "BREAK_LINE" in text
+            )
+            capture = json.loads(
+                (tmp / "out" / "captures" / f"{broken['case']}.json").read_text()
+            )
+            (brk,) = capture["graph_breaks"]
+            self.assertEqual(brk["source"], f"{extra}:{line}")
+            counted = {m["reason"]: m["count"] for m in data["suite"]["by_count"]}
+            self.assertEqual(counted["graph_break"], 1)
+
+    def test_bad_arguments_fail_with_a_message(self):
+        for args, message in (
+            (["--models", "no_such_model"], "unknown models"),
+            (["--modes", "fastest"], "--modes"),
+            (["--shard", "3/2"], "--shard"),
+            (["--steps", "backward"], "--steps"),
+            (["--out", "/proc/fusion-study"], "cannot write"),
+        ):
+            proc = run_study(*args)
+            self.assertNotEqual(proc.returncode, 0, args)
+            self.assertIn(message, proc.stderr, args)
+
+
+class TestStudyTables(TestCase):
+    def test_shards_partition_the_plan(self):
+        cases = study.plan(["a", "b", "c"], ["inference", "training"], ["default"])
+        for n in (1, 2, 3, 4, 7):
+            parts = [study.shard(cases, f"{i}/{n}") for i in range(1, n + 1)]
+            self.assertEqual(
+                sorted(c.id for p in parts for c in p), sorted(c.id for c in cases)
+            )
+            self.assertEqual(sum(len(p) for p in parts), len(cases))
+
+    def test_bytes_count_each_crossing_once(self):
+        boundary = {
+            "producer": "sum_1",
+            "consumer": "add",
+            "relation": "dependency",
+            "category": "backend",
+            "reason": "reduction_output",
+            "kernels": ["op0", "op1"],
+            "args": {"buffer": "buf0", "bytes": 400},
+        }
+        graph = {
+            "compile_id": "0/0",
+            "ops": [],
+            "edges": [],
+            "kernels": [],
+            "boundaries": [
+                boundary,
+                # A second op of the same consumer kernel reads the same buffer.
+                dict(boundary),
+                # Another consumer kernel reads it again.
+                dict(boundary, kernels=["op0", "op2"], reason="extern_kernel"),
+                # Shared inputs move no intermediate buffer.
+                dict(
+                    boundary,
+                    relation="shared_input",
+                    reason="no_shared_data",
+                    category="heuristic",
+                    args={},
+                ),
+            ],
+        }
+        summary = study.summarize({"graphs": [graph], "graph_breaks": []})
+        self.assertEqual(summary["boundaries"], 4)
+        self.assertEqual(summary["boundary_bytes"], 800)
+        self.assertEqual(summary["by_reason"]["reduction_output"]["bytes"], 400)
+        self.assertEqual(summary["by_reason"]["extern_kernel"]["bytes"], 400)
+        self.assertEqual(summary["heuristic_boundaries"], 1)
+
+    def test_merge_refuses_shards_of_different_studies(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            for name, shapes in (("a", "ci"), ("b", "full")):
+                (tmp / name).mkdir()
+                settings = {
+                    "study_version": 1,
+                    "device": "cpu",
+                    "shapes": shapes,
+                    "models": "sin_cos",
+                    "steps": "inference",
+                    "modes": "default",
+                }
+                (tmp / name / "study.json").write_text(
+                    json.dumps({"settings": settings, "rows": []})
+                )
+            with self.assertRaisesRegex(SystemExit, "shapes"):
+                study.merge([tmp / "a", tmp / "b"], tmp / "out")
+
+
+if __name__ == "__main__":
+    run_tests()
