@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import dataclasses
 import html
 import json
@@ -51,8 +52,11 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -124,6 +128,7 @@ def run_case(
     check_fusible: int,
     autotune_convs: bool,
     out: Path,
+    gpu_lock: str | None = None,
 ) -> dict[str, Any]:
     """Compile, capture, time and check one case; the row of the study."""
     import torch
@@ -184,13 +189,7 @@ def run_case(
     row["matches_eager"] = same
     row["max_abs_diff"] = diff
 
-    if check_fusible:
-        row["fusible_checks"] = _check_fusible(
-            data, model, inputs, case, check_fusible, autotune_convs
-        )
-        row.update(summarize(data))  # the check filled `fusible`
-
-    with compile_config(case.model):
+    with compile_config(case.model), _exclusive(gpu_lock):
         eager_s = median_step_s(eager_step, device, repeats)
         compiled_s = median_step_s(compiled_step, device, repeats)
         row["launches_eager"] = launches_per_step(eager_step, device)
@@ -198,10 +197,34 @@ def run_case(
     row["eager_ms"] = eager_s * 1e3
     row["compiled_ms"] = compiled_s * 1e3
     row["speedup"] = eager_s / compiled_s
+    if check_fusible:
+        # Last: the check recompiles (torch._dynamo.reset()) the model.
+        with _exclusive(gpu_lock):
+            row["fusible_checks"] = _check_fusible(
+                data, model, inputs, case, check_fusible, autotune_convs
+            )
+        row.update(summarize(data))  # the check filled `fusible`
     row["status"] = "ok"
     (out / "captures").mkdir(parents=True, exist_ok=True)
     (out / "captures" / f"{case.id}.json").write_text(json.dumps(data) + "\n")
     return row
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: str | None) -> Iterator[None]:
+    """Hold an exclusive file lock: shards running side by side on one machine
+    compile in parallel but time one at a time."""
+    if not lock_path:
+        yield
+        return
+    import fcntl
+
+    with open(lock_path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _check_fusible(
@@ -299,6 +322,7 @@ def _child(spec: dict[str, Any]) -> int:
             spec["check_fusible"],
             spec["autotune_convs"],
             Path(spec["out"]),
+            spec.get("gpu_lock"),
         )
     except Exception as e:
         row = {
@@ -362,6 +386,7 @@ def run_study(args: argparse.Namespace, cases: list[Case], out: Path) -> list[di
             "check_fusible": args.check_fusible,
             "autotune_convs": args.autotune_convs,
             "out": str(out),
+            "gpu_lock": args.gpu_lock,
         }
         cmd = [sys.executable, str(Path(__file__)), "--child", json.dumps(spec)]
         if args.extra_models:
@@ -414,6 +439,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "modes": args.modes,
         "repeats": args.repeats,
         "check_fusible": args.check_fusible,
+        "shard": args.shard,
         "timing": "CUDA events per step, median"
         if args.device == "cuda"
         else "perf_counter per step, median",
@@ -716,7 +742,7 @@ def merge(directories: list[Path], out: Path) -> dict[str, Any]:
             target = out / "captures" / capture.name
             if capture.resolve() != target.resolve():
                 shutil.copyfile(capture, target)
-    settings = dict(first, command=" ".join(sys.argv))
+    settings = dict(first, command=" ".join(sys.argv), shard=None)
     return write_outputs(out, settings, rows)
 
 
@@ -805,6 +831,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--case-timeout", type=float, default=1800.0)
     parser.add_argument("--extra-models", help="a Python file defining MODELS")
+    parser.add_argument(
+        "--gpu-lock",
+        help="a lock file shared by shards run side by side: timings are taken "
+        "one shard at a time",
+    )
+    parser.add_argument(
+        "--no-pages",
+        action="store_true",
+        help="skip the per-case HTML pages (merge renders them)",
+    )
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument(
         "--strict", action="store_true", help="exit 1 if any case failed"
@@ -851,7 +887,7 @@ def main(argv: list[str] | None = None) -> int:
 
     cases = shard(plan(models, steps, modes), args.shard)
     rows = run_study(args, cases, args.out)
-    study = write_outputs(args.out, _settings(args), rows)
+    study = write_outputs(args.out, _settings(args), rows, pages=not args.no_pages)
     print()
     print_table(rows)
     print(f"\nwrote {args.out}/index.html, summary.md, study.json")

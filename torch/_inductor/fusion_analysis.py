@@ -455,6 +455,7 @@ def _explain_boundary(
             reason = verdict.reason
             detail = f"{verdict.names[0]} + {verdict.names[1]}: {verdict.detail}"
             args.update(verdict.args)
+            args.update(_pair_sides(verdict, kp.base))
         elif kp.kind == "template" or kc.kind == "template":
             reason = Reason.TEMPLATE_KERNEL
             detail = "the template's fusion rules were never satisfied for this pair"
@@ -495,6 +496,18 @@ def _explain_boundary(
         graph=label,
     )
     return boundary, remark
+
+
+def _pair_sides(verdict: PairVerdict, producer_base: frozenset[str]) -> dict[str, Any]:
+    """The base scheduler nodes of the refused pair, producer side first.
+
+    The kernels of a boundary are the nodes after all fusion; the pair that was
+    refused may have been smaller.  fusion_check targets exactly that pair.
+    """
+    first, second = verdict.first, verdict.second
+    if not first <= producer_base:
+        first, second = second, first
+    return {"producer_nodes": sorted(first), "consumer_nodes": sorted(second)}
 
 
 def _fusible(reason: Reason) -> bool | None:
@@ -568,7 +581,7 @@ def _shared_input_boundaries(
                 "fusible": _fusible(reason),
                 "detail": detail,
                 "kernels": [a.name, b.name],
-                "args": dict(verdict.args),
+                "args": dict(verdict.args, **_pair_sides(verdict, a.base)),
             }
         )
         remarks.append(

@@ -233,18 +233,21 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
         _B,
         "a reduction's result is always stored to a buffer; its consumers load it in another loop nest",
     ),
-    R.GRAPH_OUTPUT: (_L, "a graph output must be materialized in memory"),
+    R.GRAPH_OUTPUT: (
+        _L,
+        "a graph output must be materialized in memory: the caller reads it after the graph returns, so it cannot live only inside a kernel",
+    ),
     R.OUTPUT_VIEW: (
         _L,
-        "a graph output that is a view is realized for correct aliasing",
+        "a graph output that is a view is realized for correct aliasing: without its own buffer the returned view would not alias the storage eager returns",
     ),
     R.OUTPUT_STRIDE_CONSTRAINT: (
         _L,
-        "a graph output (or as_strided input) must have eager's strides, so it is copied into a buffer",
+        "a graph output (or as_strided input) must have eager's strides, so it is copied into a buffer: produced in another kernel's layout it would have the wrong strides",
     ),
     R.FIXED_LAYOUT_FOR_CONSUMER: (
         _L,
-        "a consumer (mm, conv, a mkldnn op) needs a fixed memory layout",
+        "a consumer (mm, conv, a mkldnn op) needs a fixed memory layout: it reads its input from memory in that layout, so the input cannot stay inside a fused loop",
     ),
     R.MULTI_USER_EXTERN_CONSUMER: (
         _H,
@@ -252,7 +255,7 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.MULTI_USER_WITH_OUTPUT: (
         _L,
-        "a value used by the graph output and by other ops is stored once",
+        "a value used by the graph output and by other ops is stored once: the output must exist in memory, and its other users read that buffer",
     ),
     R.REUSE_CPU_HEAVY_OP: (
         _H,
@@ -280,7 +283,7 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.REALIZE_TO_STRIDES: (
         _L,
-        "an FX pass asked for this value to be realized with given strides",
+        "an FX pass asked for this value to be realized with given strides: inlined, it would lose the layout that pass relies on",
     ),
     R.EXTERN_INPUT: (
         _B,
@@ -288,9 +291,12 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.READERS_BEFORE_MUTATION: (
         _L,
-        "readers of a buffer are realized before the buffer is mutated in place",
+        "readers of a buffer are realized before the buffer is mutated in place: moved into a later kernel they would read the mutated values",
     ),
-    R.MUTATION: (_L, "an in-place mutation writes its value to the mutated buffer"),
+    R.MUTATION: (
+        _L,
+        "an in-place mutation writes its value to the mutated buffer: every alias of the buffer must see the write, so it cannot stay inside a kernel",
+    ),
     R.CONCAT_KERNEL: (_H, "cat writes each input into a slice of its output buffer"),
     R.LOWERING_MATERIALIZES: (
         _B,
@@ -310,15 +316,21 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.GROUPED_NODE: (
         _L,
-        "grouped scheduler nodes (kept together for communication overlap) are never fused",
+        "grouped scheduler nodes (kept together for communication overlap) are never fused: fusing would break the order the overlap relies on",
     ),
     R.EXTERN_OR_NOP: (_B, "one node is an extern kernel or does no computation"),
-    R.WRONG_ORDER: (_L, "the second node is an ancestor of the first"),
+    R.WRONG_ORDER: (
+        _L,
+        "the second node is an ancestor of the first: fused in this order, the kernel would read a value before computing it",
+    ),
     R.BUFFER_MARKED_NO_FUSE: (
         _C,
         "a buffer is explicitly excluded from fusion (compute/communication overlap)",
     ),
-    R.DEVICE_MISMATCH: (_L, "the nodes run on different devices"),
+    R.DEVICE_MISMATCH: (
+        _L,
+        "the nodes run on different devices: one kernel runs on one device and cannot compute on the other's memory",
+    ),
     R.PROLOGUE_DISABLED: (_C, "config.prologue_fusion is off"),
     R.PROLOGUE_NOT_POINTWISE: (
         _B,
@@ -334,11 +346,11 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.PROLOGUE_MUTATION: (
         _L,
-        "a prologue must be functional (no aliasing or mutation)",
+        "a prologue must be functional (no aliasing or mutation): the template may load its input several times, so a side effect would repeat or be read half-done",
     ),
     R.PROLOGUE_MULTI_USE: (
         _L,
-        "a prologue's output may have no users besides the template",
+        "a prologue's output may have no users besides the template: fused into it, the value is never stored, so other users would have nothing to read",
     ),
     R.PROLOGUE_INCREASES_READS: (
         _H,
@@ -354,16 +366,22 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.EPILOGUE_DISABLED: (_C, "config.epilogue_fusion is off"),
     R.EPILOGUE_REDUCTION: (_B, "a reduction cannot be a template epilogue"),
-    R.EPILOGUE_MUTATION: (_L, "a template epilogue must not alias or mutate"),
+    R.EPILOGUE_MUTATION: (
+        _L,
+        "a template epilogue must not alias or mutate: the template writes its output tile by tile, so a mutation or alias would be seen half-done",
+    ),
     R.DEP_MISMATCH: (
         _L,
-        "the consumer reads the producer's buffer at other indices than the producer writes (transposed, shifted, indirect or whole-buffer reads)",
+        "the consumer reads the producer's buffer at other indices than the producer writes (transposed, shifted, indirect or whole-buffer reads): in one loop, an iteration would read elements other iterations have not written yet",
     ),
     R.INTERMEDIATE_NODE_BETWEEN: (
         _L,
-        "another node depends on the producer and feeds the consumer",
+        "another node depends on the producer and feeds the consumer: it must run after the producer and before the consumer, impossible if both are one kernel",
     ),
-    R.WOULD_CREATE_CYCLE: (_L, "fusing would create a cycle through other nodes"),
+    R.WOULD_CREATE_CYCLE: (
+        _L,
+        "fusing would create a cycle through other nodes: the fused kernel would both feed and wait for another kernel, so no order could run them",
+    ),
     R.NO_SHARED_DATA: (
         _H,
         "the nodes read or write no identical memory access, so fusing saves no memory traffic",
@@ -464,7 +482,7 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.GRAPH_BREAK: (
         _L,
-        "the ops are in different graphs, separated by a Dynamo graph break",
+        "the ops are in different graphs, separated by a Dynamo graph break: Python runs between them, so no kernel can span both",
     ),
     R.FX_PASS_REWROTE_GRAPH: (
         _A,
@@ -643,6 +661,9 @@ class GraphRecorder:
 
 _captures: list[Any] = []  # active fusion_report captures
 _reported_failure = False
+# The active fusion_check.force_fusion (None otherwise): while None, forcing
+# costs the scheduler hooks one check and can change nothing.
+_forcing: Any = None
 
 
 def is_enabled() -> bool:
@@ -983,12 +1004,19 @@ def _watch_scheduler(scheduler: Scheduler, recorder: GraphRecorder) -> None:
             result = can_fuse(node1, node2, *args, **kwargs)
         finally:
             recorder._depth -= 1
+        if outermost and not result and _forcing is not None:
+            # fusion_check: re-evaluate the target pair with one heuristic off.
+            result = _forcing.reconsider(
+                scheduler, recorder, can_fuse, node1, node2, args, kwargs
+            )
         if outermost:
             _record_verdict(scheduler, recorder, node1, node2, result)
         return result
 
     def watched_create_cycle(node1: Any, node2: Any) -> bool:
         result = create_cycle(node1, node2)
+        if result and _forcing is not None:
+            _forcing.note_cycle(recorder, node1, node2)
         if result:
             _replace_last_verdict(
                 recorder, node1, node2, Reason.WOULD_CREATE_CYCLE, "will create cycle"
@@ -996,6 +1024,10 @@ def _watch_scheduler(scheduler: Scheduler, recorder: GraphRecorder) -> None:
         return result
 
     def watched_speedup(node1: Any, node2: Any) -> Any:
+        if _forcing is not None:
+            forced = _forcing.forced_speedup(recorder, node1, node2)
+            if forced is not None:
+                return forced
         result = speedup(node1, node2)
         if (
             not getattr(result, "should_fuse", True)

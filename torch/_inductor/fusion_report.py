@@ -32,13 +32,24 @@ from typing import Any
 import torch
 import torch._logging
 
-from . import fusion_remarks
+from . import fusion_graph_breaks, fusion_remarks
 from .fusion_remarks import Category, REASON_INFO, Reason
 
 
-__all__ = ["SCHEMA_VERSION", "FusionCapture", "capture", "reasons_table"]
+__all__ = [
+    "SCHEMA_PATH",
+    "SCHEMA_VERSION",
+    "FusionCapture",
+    "capture",
+    "reasons_table",
+    "validate",
+]
 
-SCHEMA_VERSION = 1
+# 2: top-level ``graph_breaks``; boundaries' ``args`` carry ``bytes`` and the
+# refused pair's ``producer_nodes``/``consumer_nodes``; ``fusible_check``.
+SCHEMA_VERSION = 2
+# The JSON Schema (draft 2020-12) of ``FusionCapture.to_json()``.
+SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "fusion_report_schema.json")
 
 
 def reasons_table() -> dict[str, dict[str, str]]:
@@ -54,6 +65,7 @@ class FusionCapture:
 
     def __init__(self) -> None:
         self.graphs: list[dict[str, Any]] = []
+        self.graph_breaks: list[fusion_graph_breaks.GraphBreak] = []
         self._stack: contextlib.ExitStack | None = None
 
     def __enter__(self) -> FusionCapture:
@@ -87,15 +99,65 @@ class FusionCapture:
             "producer": fusion_remarks.producer_identity(),
             "reasons": reasons_table(),
             "graphs": [dict(g) for g in self.graphs],
+            "graph_breaks": [
+                b.to_json([g["compile_id"] for g in self.graphs])
+                for b in self.graph_breaks
+            ],
         }
 
     def summary(self) -> str:
-        return "\n\n".join(render_graph(g) for g in self.graphs)
+        return fusion_graph_breaks.render_with_graphs(
+            self.graphs, self.graph_breaks, render_graph
+        )
+
+    def save_html(self, path: str | os.PathLike[str]) -> None:
+        """Write the self-contained HTML page of this capture (see fusion_html)."""
+        from . import fusion_html
+
+        fusion_html.save_html(self.to_json(), path)
 
 
 def capture() -> FusionCapture:
     """Capture the fusion reports of the graphs compiled inside ``with``."""
     return FusionCapture()
+
+
+def validate(data: dict[str, Any]) -> None:
+    """Check a ``to_json()`` document against :data:`SCHEMA_PATH`.
+
+    Raises ``ValueError`` listing every violation as ``path: message``; needs
+    the ``jsonschema`` package.
+    """
+    try:
+        import jsonschema
+    except ImportError as e:
+        raise ImportError(
+            "fusion_report.validate() needs the jsonschema package: "
+            "pip install jsonschema (its pinned version is in requirements.txt)"
+        ) from e
+    with open(SCHEMA_PATH, encoding="utf-8") as f:
+        schema = json.load(f)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(
+        validator.iter_errors(data),
+        key=lambda e: [(isinstance(p, str), p) for p in e.absolute_path],
+    )
+    if errors:
+        lines = [f"  {e.json_path}: {_error_message(e)}" for e in errors]
+        raise ValueError(
+            f"not a valid fusion report (schema version {SCHEMA_VERSION}, "
+            f"{SCHEMA_PATH}): {len(errors)} violation(s)\n" + "\n".join(lines)
+        )
+
+
+def _error_message(error: Any) -> str:
+    # An enum of every reason code would bury the message; name the bad value.
+    if error.validator == "enum" and len(error.validator_value) > 8:
+        return (
+            f"{error.instance!r} is not one of the "
+            f"{len(error.validator_value)} allowed values"
+        )
+    return error.message
 
 
 def publish(graph: dict[str, Any], cache: str | None = None) -> None:
@@ -128,6 +190,7 @@ def publish(graph: dict[str, Any], cache: str | None = None) -> None:
         )
     for active in fusion_remarks._captures:
         active.graphs.append(graph)
+    fusion_graph_breaks.note_published(graph)
     if fusion_remarks.fusion_log.isEnabledFor(logging.DEBUG):
         fusion_remarks.fusion_log.debug(
             "%s", render_graph(graph, evaluated_pairs=verbose_log_requested())

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Shards FIRST..LAST of N of the full-shape study, side by side on one GPU
+# machine: they compile in parallel and take their timings one at a time
+# (--gpu-lock).  Each shard writes OUT/shardI/ and OUT/shardI.log; merge them
+# with `study.py merge OUT/shard*/ --out DIR`.
+#
+#   sh benchmarks/fusion/gpu_study.sh N FIRST LAST OUT [extra study.py args]
+set -u
+n=$1 first=$2 last=$3 out=$4
+shift 4
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TORCHINDUCTOR_COMPILE_THREADS=2
+mkdir -p "$out"
+for i in $(seq "$first" "$last"); do
+    python3 tools/fork.py run -- python3 benchmarks/fusion/study.py \
+        --device cuda --shapes full --steps inference,training \
+        --modes default,max-autotune-no-cudagraphs --shard "$i/$n" \
+        --gpu-lock /tmp/fusion_study_gpu.lock --no-pages \
+        --out "$out/shard$i" "$@" >"$out/shard$i.log" 2>&1 &
+done
+wait
