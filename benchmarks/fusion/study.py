@@ -110,14 +110,23 @@ def shard(cases: list[Case], spec: str | None) -> list[Case]:
 # One case, in a child process
 
 
-def _compile_options(mode: str, autotune_convs: bool) -> dict[str, Any]:
-    """Inductor options for a mode: max-autotune tunes GEMMs, convs only if asked.
+def compile_kwargs(mode: str, autotune_convs: bool) -> dict[str, Any]:
+    """``torch.compile`` arguments for a mode: max-autotune tunes GEMMs, and
+    convolutions only if asked (autotuning every convolution of a CNN takes
+    minutes per model on a GPU).
 
-    Autotuning every convolution of a CNN takes minutes per model on a GPU.
+    ``torch.compile`` refuses a ``mode`` together with ``options``, so a mode
+    with extra options is passed as the mode's own options plus ours.
     """
+    if mode == "default":
+        return {}
     if "max-autotune" in mode and not autotune_convs:
-        return {"max_autotune_conv_backends": "ATEN"}
-    return {}
+        import torch._inductor
+
+        options = dict(torch._inductor.list_mode_options(mode))
+        options["max_autotune_conv_backends"] = "ATEN"
+        return {"options": options}
+    return {"mode": mode}
 
 
 def run_case(
@@ -169,11 +178,7 @@ def run_case(
     eager_step = make_step(model)
     expected = eager_step()
     torch._dynamo.reset()
-    compiled = torch.compile(
-        model,
-        mode=None if case.mode == "default" else case.mode,
-        options=_compile_options(case.mode, autotune_convs) or None,
-    )
+    compiled = torch.compile(model, **compile_kwargs(case.mode, autotune_convs))
     compiled_step = make_step(compiled)
     with fusion_report.capture() as rep, compile_config(case.model):
         start = time.perf_counter()
@@ -238,18 +243,12 @@ def _check_fusible(
     """Force up to ``limit`` heuristic boundaries (the costliest first)."""
     from torch._inductor import fusion_check
 
-    compile_kwargs: dict[str, Any] = {}
-    if case.mode != "default":
-        compile_kwargs["mode"] = case.mode
-    options = _compile_options(case.mode, autotune_convs)
-    if options:
-        compile_kwargs["options"] = options
     checked = fusion_check.check_fusible(
         model,
         inputs,
         data,
         max_boundaries=limit,
-        compile_kwargs=compile_kwargs,
+        compile_kwargs=compile_kwargs(case.mode, autotune_convs),
         training=case.step == "training",
     )
     return {"checked": checked}
