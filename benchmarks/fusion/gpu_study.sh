@@ -12,6 +12,7 @@ n=$1 first=$2 last=$3 out=$4
 shift 4
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TORCHINDUCTOR_COMPILE_THREADS=2
 mkdir -p "$out"
+python3 tools/fork.py run -- true  # build once: parallel builds would race
 for i in $(seq "$first" "$last"); do
     timeout "${DEADLINE_S:-530}" python3 tools/fork.py run -- python3 benchmarks/fusion/study.py \
         --device cuda --shapes full --steps inference,training \

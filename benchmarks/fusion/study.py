@@ -836,6 +836,10 @@ def main(argv: list[str] | None = None) -> int:
         "one shard at a time",
     )
     parser.add_argument(
+        "--cases",
+        help="comma-separated case ids: rerun only these cases of the study",
+    )
+    parser.add_argument(
         "--no-pages",
         action="store_true",
         help="skip the per-case HTML pages (merge renders them)",
@@ -885,6 +889,16 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--out {args.out}: cannot write there ({e})") from None
 
     cases = shard(plan(models, steps, modes), args.shard)
+    if args.cases:
+        # A rerun of some cases of a study: the settings stay the study's, so
+        # the output merges with the other shards.
+        wanted = args.cases.split(",")
+        unknown_cases = sorted(set(wanted) - {c.id for c in cases})
+        if unknown_cases:
+            raise SystemExit(
+                f"--cases {unknown_cases}: not cases of this study (and shard)"
+            )
+        cases = [c for c in cases if c.id in wanted]
     rows = run_study(args, cases, args.out)
     study = write_outputs(args.out, _settings(args), rows, pages=not args.no_pages)
     print()
