@@ -204,7 +204,7 @@ def run_case(
     row["speedup"] = eager_s / compiled_s
     if check_fusible:
         # Last: the check recompiles (torch._dynamo.reset()) the model.
-        with _exclusive(gpu_lock):
+        with compile_config(case.model), _exclusive(gpu_lock):
             row["fusible_checks"] = _check_fusible(
                 data, model, inputs, case, check_fusible, autotune_convs
             )

@@ -13,8 +13,10 @@ It has, in the manner of LLVM's opt-viewer:
 * per graph, a picture laid out by Graphviz ``dot``: computing ops as nodes,
   one cluster per kernel, fused edges grey, kernel boundaries red and labelled
   with their reason (shared-input boundaries dashed).  Above
-  :data:`MAX_OP_NODES` computing ops the picture shows kernels instead of ops,
-  because dot's layout of thousands of nodes is neither fast nor readable;
+  :data:`MAX_OP_NODES` computing ops the picture shows kernels instead of ops
+  (one node per kernel, boundaries aggregated into one edge per pair of
+  kernels), and says so, because dot's layout of thousands of ops is neither
+  fast nor readable;
 * the user's source lines, each followed by its remarks (which kernels
   compute ops of the line, which boundaries start or end there);
 * tables: boundaries by reason and by category (with the bytes that cross
@@ -30,33 +32,44 @@ of the picture.
 from __future__ import annotations
 
 import collections
+import hashlib
 import html
+import itertools
 import logging
 import os
 import re
 import shutil
 import subprocess
+import time
 from typing import Any
 
 
-__all__ = ["MAX_OP_NODES", "DOT_TIMEOUT_S", "render_html", "save_html"]
+__all__ = ["DOT_TIMEOUT_S", "MAX_OP_NODES", "render_html", "save_html"]
 
 log = logging.getLogger(__name__)
 
 # Above this many computing ops in a graph, the picture shows one node per
-# kernel: dot lays out a few hundred nodes in well under a second, but a few
-# thousand take minutes and give a picture nobody can read.
+# kernel.  dot (2.43) lays out 400 ops in under a second, but the op-level
+# picture of ResNet-50's backward (942 ops) takes it 8 s with the edge labels
+# in the layout (which it then fails to route; over 60 s with newrank) and
+# 0.4 s with xlabels, and is some 56,000 points wide: nobody can read it.
+# Its kernel-level picture takes 0.2 s.
 MAX_OP_NODES = 400
-# dot's run time is bounded so that a huge graph cannot hang the page.
-DOT_TIMEOUT_S = 60.0
+# dot's run time per graph, all attempts together, is bounded so that a
+# huge graph cannot hang the page.
+DOT_TIMEOUT_S = 30.0
 # Lines of context shown around each annotated source line.
 SOURCE_CONTEXT = 2
 # Runs of unannotated lines longer than this are folded away.
 SOURCE_FOLD = 4
 # Folded runs longer than this are left out of the page altogether.
 SOURCE_MAX_FOLDED = 300
-# Remarks shown under one source line before the rest are folded away.
+# Remarks shown under one source line before the rest are folded away, and
+# the most a line holds at all: a line run by every layer of a deep model
+# (``out = self.bn1(out)``) gathers thousands, which the graphs' boundary
+# tables already list.
 REMARKS_PER_LINE = 10
+MAX_REMARKS_PER_LINE = 200
 # Boundary tables with more rows than this start collapsed.
 OPEN_TABLE_ROWS = 40
 
@@ -227,25 +240,27 @@ def _boundary_id(slug: str, index: int) -> str:
     return f"b-{slug}-{index}"
 
 
-def _graph_links(
-    ids: list[str], graphs: list[dict[str, Any]], slugs: list[str]
-) -> str:
+def _graph_links(ids: list[str], graphs: list[dict[str, Any]], slugs: list[str]) -> str:
     """Links to the sections of the graphs with these compile ids (and their backward)."""
     parts = []
+    linked: set[str] = set()
     for cid in ids:
+        # "1/0" also names its backward "1/0 backward", which the list may
+        # name again: each graph is linked once.
         targets = [
             (g.get("compile_id", ""), slug)
             for g, slug in zip(graphs, slugs)
             if g.get("compile_id") == cid
             or str(g.get("compile_id", "")).startswith(f"{cid} ")
         ]
-        if targets:
-            parts.extend(
-                f'<a class="graph-link" href="#{_e(slug)}">graph {_e(name)}</a>'
-                for name, slug in targets
-            )
-        else:
+        if not targets:
             parts.append(f'<span title="not in this capture">graph {_e(cid)}</span>')
+        for name, slug in targets:
+            if slug not in linked:
+                linked.add(slug)
+                parts.append(
+                    f'<a class="graph-link" href="#{_e(slug)}">graph {_e(name)}</a>'
+                )
     return ", ".join(parts) or "none"
 
 
@@ -345,9 +360,7 @@ def _header(
 
 def _legend() -> str:
     def chip(colour: str, text: str, cls: str = "") -> str:
-        return (
-            f'<span class="chip {cls}" style="background:{colour}">{_e(text)}</span>'
-        )
+        return f'<span class="chip {cls}" style="background:{colour}">{_e(text)}</span>'
 
     generated = "".join(chip(c, "") for c in GENERATED_PALETTE[:4])
     return (
@@ -411,11 +424,14 @@ def _reason_tables(
     ):
         description = (reasons.get(code) or {}).get("description", "")
         if code == GRAPH_BREAK[0] and not description:
-            description = "the ops are in different graphs, separated by a Dynamo graph break"
+            description = (
+                "the ops are in different graphs, separated by a Dynamo graph break"
+            )
         shared = f' <span class="dim">({row["shared"]} shared input)</span>'
         rows.append(
             f'<tr class="reason-row" data-reason="{_e(code)}"'
-            f' data-category="{_e(row["category"])}" data-count="{row["count"]}">'
+            f' data-category="{_e(row["category"])}" data-count="{row["count"]}"'
+            f' data-bytes="{_e(row["bytes"] if row["bytes"] is not None else "")}">'
             f"<td><code>{_e(code)}</code></td>"
             f'<td class="cat cat-{_e(row["category"])}">{_e(row["category"])}</td>'
             f"<td>{_e(', '.join(sorted(row['stages'])))}</td>"
@@ -424,7 +440,7 @@ def _reason_tables(
             + f"<td>{_e(description)}</td></tr>"
         )
     by_category: dict[str, dict[str, Any]] = {}
-    for code, row in by_reason.items():
+    for row in by_reason.values():
         cat = by_category.setdefault(
             str(row["category"]), {"count": 0, "bytes": None, "reasons": 0}
         )
@@ -433,7 +449,9 @@ def _reason_tables(
             cat["bytes"] = (cat["bytes"] or 0) + row["bytes"]
         cat["reasons"] += 1
     cat_rows = [
-        f'<tr class="category-row" data-category="{_e(name)}">'
+        f'<tr class="category-row" data-category="{_e(name)}"'
+        f' data-count="{cat["count"]}"'
+        f' data-bytes="{_e(cat["bytes"] if cat["bytes"] is not None else "")}">'
         f'<td class="cat cat-{_e(name)}">{_e(name)}</td>'
         f'<td class="num">{cat["count"]}</td>'
         + _bytes_cell(cat["bytes"])
@@ -455,26 +473,82 @@ def _reason_tables(
     )
 
 
+def _break_summary(brk: dict[str, Any]) -> tuple[str, str]:
+    """A graph break's headline and one-line reason, from Dynamo's message.
+
+    Dynamo's message (``detail``) is many lines: "Encountered graph break when
+    attempting to trace ...", the kind of break (``gb_type``), an
+    "Explanation:", hints and a debug context.  The kind and the explanation
+    say why; the whole message is kept on the page, folded.
+    """
+    detail = str(brk.get("detail") or "")
+    lines = [line.strip() for line in detail.splitlines() if line.strip()]
+    headline = str(brk.get("gb_type") or "") or (lines[0] if lines else "graph break")
+    explanation = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in lines
+            if line.startswith("Explanation:")
+        ),
+        "",
+    )
+    if not explanation:
+        explanation = next((line for line in lines if line != headline), "")
+    return headline, explanation
+
+
+def _source_anchor(source: object) -> str | None:
+    """The id of a source line in the annotated source (``src-<file>-L<line>``)."""
+    split = _split_source(source)
+    if split is None:
+        return None
+    digest = hashlib.sha1(split[0].encode("utf-8", "replace")).hexdigest()[:8]
+    return f"src-{digest}-L{split[1]}"
+
+
+def _source_link(source: object) -> str:
+    """``file:line`` linked to that line of the annotated source."""
+    anchor = _source_anchor(source)
+    text = f'<code title="{_e(source)}">{_e(_short_source(source))}</code>'
+    return f'<a href="#{anchor}">{text}</a>' if anchor else text
+
+
 def _graph_breaks(
     breaks: list[dict[str, Any]], graphs: list[dict[str, Any]], slugs: list[str]
 ) -> str:
+    """The Dynamo graph breaks, each with its reason, source line and graphs."""
     items = []
     for i, brk in enumerate(breaks):
         source = brk.get("source")
+        headline, explanation = _break_summary(brk)
+        stack = [s for s in brk.get("user_stack") or [] if s != source]
+        before = _graph_links(list(brk.get("graphs_before") or []), graphs, slugs)
+        after = _graph_links(list(brk.get("graphs_after") or []), graphs, slugs)
         items.append(
-            f'<li class="graph-break" id="graph-break-{i}" data-reason="graph_break"'
-            f' data-category="legality" data-compile-id="{_e(brk.get("compile_id"))}">'
-            f'<span class="cat cat-legality">graph_break</span> '
-            f"{_e(brk.get('reason', ''))}"
+            f'<li class="graph-break" id="graph-break-{i}"'
+            f' data-reason="{_e(brk.get("reason") or GRAPH_BREAK[0])}"'
+            f' data-category="{_e(brk.get("category") or GRAPH_BREAK[1])}"'
+            f' data-compile-id="{_e(brk.get("compile_id"))}"'
+            f' data-source="{_e(source)}" data-gb-type="{_e(brk.get("gb_type"))}">'
+            f'<b class="gb-type">{_e(headline)}</b>'
+            + (f" at {_source_link(source)}" if source else "")
+            + f' <span class="dim">(in frame {_e(brk.get("compile_id", "?"))})</span>'
+            + (f'<div class="gb-reason">{_e(explanation)}</div>' if explanation else "")
+            + f'<div class="gb-graphs">graphs before: {before} \u2192 after: {after}</div>'
             + (
-                f' at <code title="{_e(source)}">{_e(_short_source(source))}</code>'
-                if source
+                '<div class="dim">called from '
+                + " \u2190 ".join(_source_link(s) for s in reversed(stack))
+                + "</div>"
+                if stack
                 else ""
             )
-            + f' <span class="dim">(frame {_e(brk.get("compile_id", "?"))})</span>'
-            f"<br>separates {_graph_links(list(brk.get('graphs_before') or []), graphs, slugs)}"
-            f" \u2192 {_graph_links(list(brk.get('graphs_after') or []), graphs, slugs)}"
-            "</li>"
+            + (
+                "<details><summary>Dynamo's message</summary>"
+                f'<pre class="gb-detail">{_e(brk.get("detail"))}</pre></details>'
+                if brk.get("detail")
+                else ""
+            )
+            + "</li>"
         )
     return (
         '<section id="graph-breaks"><h2>Graph breaks</h2>'
@@ -548,7 +622,7 @@ def _boundary_table(graph: dict[str, Any], slug: str, colours: dict[str, str]) -
     cid = graph.get("compile_id", "?")
     ops = {op.get("name"): op for op in graph.get("ops") or []}
     if not bounds:
-        return '<p class="note">No kernel boundaries in this graph.</p>'
+        return '<p class="quiet">No kernel boundaries in this graph.</p>'
     rows = []
     for i, b in enumerate(bounds):
         args = dict(b.get("args") or {})
@@ -560,12 +634,14 @@ def _boundary_table(graph: dict[str, Any], slug: str, colours: dict[str, str]) -
         )
         arrow = "\u2225" if b.get("relation") == "shared_input" else "\u2192"
         where = " / ".join(
-            s
-            for s in (
-                _short_source(ops.get(b.get("producer"), {}).get("source")),
-                _short_source(ops.get(b.get("consumer"), {}).get("source")),
+            _source_link(source)
+            for source in dict.fromkeys(
+                (
+                    ops.get(b.get("producer"), {}).get("source"),
+                    ops.get(b.get("consumer"), {}).get("source"),
+                )
             )
-            if s
+            if source
         )
         extra = ", ".join(f"{k}={_format_value(v)}" for k, v in args.items())
         rows.append(
@@ -584,7 +660,7 @@ def _boundary_table(graph: dict[str, Any], slug: str, colours: dict[str, str]) -
             + _bytes_cell(nbytes)
             + f'<td class="detail">{_e(b.get("detail"))}'
             + (f'<div class="args">{_e(extra)}</div>' if extra else "")
-            + (f'<div class="dim">{_e(where)}</div>' if where else "")
+            + (f'<div class="dim">{where}</div>' if where else "")
             + "</td>"
             f"<td>{_fusible(b.get('fusible'))}</td>"
             f"<td>{_fusible_check(b.get('fusible_check'))}</td></tr>"
@@ -615,7 +691,14 @@ def _note(text: str) -> str:
 
 
 def _picture(graph: dict[str, Any], slug: str, colours: dict[str, str]) -> str:
-    """The graph's SVG, or a note saying why there is none; never raises."""
+    """The graph's SVG, or a note saying why there is none; never raises.
+
+    dot is tried on simpler pictures until one works, all within
+    :data:`DOT_TIMEOUT_S`: first with edge labels that take part in the
+    layout (the most readable), then with labels placed after it (``xlabel``:
+    much faster, and it avoids dot 2.43's failures to route labelled edges
+    between clusters), then at kernel level.
+    """
     global _warned_missing_dot
     try:
         n_ops = len(_computing(graph))
@@ -630,58 +713,94 @@ def _picture(graph: dict[str, Any], slug: str, colours: dict[str, str]) -> str:
                     "pictures (install Graphviz, e.g. apt-get install graphviz)"
                 )
             return _note(
-                "No picture: Graphviz's dot was not found. Install Graphviz "
-                "(e.g. apt-get install graphviz, brew install graphviz) and "
-                "render the page again."
+                "No picture: Graphviz's dot was not found on PATH. Install "
+                "Graphviz (e.g. apt-get install graphviz, brew install graphviz) "
+                "and render the page again."
+            )
+        attempts = [
+            ("kernels", "label"),
+            ("kernels", "xlabel"),
+        ]
+        if n_ops <= MAX_OP_NODES:
+            attempts = [("ops", "label"), ("ops", "xlabel"), *attempts]
+        deadline = time.monotonic() + DOT_TIMEOUT_S
+        errors = []
+        svg: str | None = None
+        mode, edge_label = attempts[0]
+        for mode, edge_label in attempts:
+            make = _op_dot if mode == "ops" else _kernel_dot
+            source = make(graph, slug, colours, edge_label)
+            # Leave later (simpler, faster) attempts half of the time left.
+            left = deadline - time.monotonic()
+            last = (mode, edge_label) == attempts[-1]
+            svg, error = _run_dot(dot, source, left if last else left / 2)
+            if svg is not None:
+                break
+            errors.append(f"{mode} with {edge_label}s: {error}")
+            log.debug("fusion report: dot failed on %s: %s", slug, error)
+            if time.monotonic() >= deadline:
+                break
+        if svg is None:
+            log.warning(
+                "fusion report: no picture of graph %s: %s",
+                graph.get("compile_id"),
+                "; ".join(errors),
+            )
+            return _note(
+                "No picture: Graphviz's dot gave no picture of this graph within "
+                f"{DOT_TIMEOUT_S:g} s ({'; '.join(errors)})."
             )
         note = ""
-        if n_ops > MAX_OP_NODES:
-            source = _kernel_dot(graph, slug, colours)
-            note = _note(
-                f"This graph has {n_ops} computing ops, more than {MAX_OP_NODES}: "
-                "the picture shows one node per kernel (its op count and name), "
-                "and boundaries aggregated between kernels, labelled with their "
-                "reasons and counts."
-            ).replace("picture-note", "picture-note kernel-level")
-            mode = "kernels"
-        else:
-            source = _op_dot(graph, slug, colours)
-            mode = "ops"
-        svg, error = _run_dot(dot, source)
-        if svg is None:
-            return note + _note(f"No picture: {error}")
+        if mode == "kernels":
+            why = (
+                f"it has {n_ops} computing ops, more than {MAX_OP_NODES}"
+                if n_ops > MAX_OP_NODES
+                else "dot could not lay out its ops"
+            )
+            note = (
+                f'<p class="note picture-note kernel-level">Collapsed to kernels: '
+                f"{_e(why)}. The picture shows one node per kernel (its op count "
+                "and first ops) and one edge per pair of kernels with boundaries "
+                "between them, labelled with their reasons, counts and bytes; the "
+                "table below lists every boundary.</p>"
+            )
         return (
-            note + f'<div class="picture" data-mode="{mode}" data-graph="'
+            note
+            + f'<div class="picture" data-mode="{mode}" data-labels="{edge_label}" data-graph="'
             f'{_e(graph.get("compile_id"))}">{svg}</div>'
+            '<p class="dim picture-hint">Hover over a node or edge for details; '
+            "click a red edge for its boundary; double-click the picture to fit it "
+            "to the page width.</p>"
         )
     except Exception as exc:  # the picture is optional; the page is not
         log.warning("fusion report: the picture of a graph failed", exc_info=True)
         return _note(f"No picture: {type(exc).__name__}: {exc}")
 
 
-def _run_dot(dot: str, source: str) -> tuple[str | None, str]:
+def _run_dot(dot: str, source: str, timeout: float) -> tuple[str | None, str]:
+    """dot's SVG of ``source``, ready to inline, or None and why not."""
+    if timeout <= 0:
+        return None, "no time left"
     try:
         proc = subprocess.run(
             [dot, "-Tsvg"],
             input=source.encode("utf-8"),
             capture_output=True,
-            timeout=DOT_TIMEOUT_S,
+            timeout=timeout,
             check=False,
         )
     except subprocess.TimeoutExpired:
-        log.warning("fusion report: dot ran longer than %s s", DOT_TIMEOUT_S)
-        return None, f"Graphviz's dot did not finish within {DOT_TIMEOUT_S:g} s."
+        return None, f"did not finish within {timeout:.3g} s"
     except OSError as exc:
-        log.warning("fusion report: could not run dot: %s", exc)
-        return None, f"could not run Graphviz's dot ({exc})."
+        return None, f"could not run ({exc})"
     if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace").strip()[-500:]
-        log.warning("fusion report: dot failed: %s", err)
-        return None, f"Graphviz's dot failed: {err}"
+        # dot says where it failed on the last line or two; the rest is noise.
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        return None, f"exit status {proc.returncode}: " + " ".join(err[-2:])[:300]
     svg = proc.stdout.decode("utf-8", "replace")
     start = svg.find("<svg")
     if start < 0:
-        return None, "Graphviz's dot wrote no SVG."
+        return None, "no SVG in its output"
     # The XML prolog and doctype are not allowed inside HTML; the comments
     # only repeat the node names.
     return re.sub(r"<!--.*?-->", "", svg[start:], flags=re.DOTALL), ""
@@ -691,6 +810,39 @@ def _q(text: object) -> str:
     """A DOT quoted string."""
     s = str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{s}"'
+
+
+def _name_list(names: list[str], limit: int) -> str:
+    """The first ``limit`` names, then an ellipsis if there are more."""
+    return ", ".join(names[:limit]) + (", \u2026" if len(names) > limit else "")
+
+
+# Columns of the grid of unconnected kernels in the kernel-level picture.
+GRID_COLUMNS = 8
+
+
+def _bottom_grid(nodes: list[str]) -> list[str]:
+    """DOT lines that put these unconnected nodes in a grid on the last ranks.
+
+    Invisible edges chain each node to the one a row below it, and the last
+    row is ``rank=sink``, so that dot lays the rows out at the bottom instead
+    of side by side on the first rank.
+    """
+    if not nodes:
+        return []
+    # The first row takes the remainder, so that every node above the last
+    # row has one below it.
+    first = len(nodes) % GRID_COLUMNS or GRID_COLUMNS
+    rows = [nodes[:first]] + [
+        nodes[i : i + GRID_COLUMNS] for i in range(first, len(nodes), GRID_COLUMNS)
+    ]
+    lines = [
+        f"  {_q(upper)} -> {_q(lower)} [style=invis];"
+        for above, below in itertools.pairwise(rows)
+        for upper, lower in zip(above, below)
+    ]
+    lines.append("  { rank=sink; " + " ".join(_q(n) + ";" for n in rows[-1]) + " }")
+    return lines
 
 
 def _short_target(target: object) -> str:
@@ -705,11 +857,14 @@ def _abbreviate(text: str, width: int) -> str:
 
 
 def _dot_prelude(slug: str, label: str) -> list[str]:
+    """The graph's attributes.  Not ``newrank``: with clusters it makes dot's
+    layout many times slower and lets dot 2.43 fail (``trouble in init_rank``).
+    """
     return [
         f"digraph {_q(slug)} {{",
-        f"  graph [id={_q('svg-' + slug)}, rankdir=TB, newrank=true, "
+        f"  graph [id={_q('svg-' + slug)}, rankdir=TB, "
         'fontname="Helvetica", fontsize=11, bgcolor="white", nodesep=0.25, '
-        f"ranksep=0.35, label={_q(label)}, labelloc=t];",
+        f"ranksep=0.35, label={_q(label)}, labelloc=t, labeljust=l];",
         '  node [fontname="Helvetica", fontsize=10, shape=box, '
         'style="rounded,filled", margin="0.08,0.03", height=0.3];',
         '  edge [fontname="Helvetica", fontsize=9, arrowsize=0.6];',
@@ -768,8 +923,16 @@ def _primary_kernels(graph: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def _op_dot(graph: dict[str, Any], slug: str, colours: dict[str, str]) -> str:
-    """The op-level picture: computing ops in one cluster per kernel."""
+def _op_dot(
+    graph: dict[str, Any],
+    slug: str,
+    colours: dict[str, str],
+    edge_label: str = "label",
+) -> str:
+    """The op-level picture: computing ops in one cluster per kernel.
+
+    ``edge_label`` is the DOT attribute of edge labels: ``label`` or ``xlabel``.
+    """
     cid = graph.get("compile_id", "?")
     computing = _computing(graph)
     names = {op.get("name") for op in computing}
@@ -825,11 +988,22 @@ def _op_dot(graph: dict[str, Any], slug: str, colours: dict[str, str]) -> str:
         if not placed:
             # Every op of this kernel is drawn in another kernel's cluster:
             # a ghost keeps the kernel visible.
+            # A kernel may also compute no op of the graph's computing ops
+            # (an in-place update of an input): it names what it writes.
             recomputed = [n for n in kernel.get("ops") or [] if n in names]
             ghost = f"{kname}\u00b7recomputed"
+            text = (
+                "recomputes " + _name_list(recomputed, 4)
+                if recomputed
+                else "no computing op"
+                + (
+                    f"\n({_name_list(kernel.get('ops') or [], 2)})"
+                    if kernel.get("ops")
+                    else ""
+                )
+            )
             lines.append(
-                f"    {_q(ghost)} [id={_q(f'g-{slug}-{i}')}, "
-                f"label={_q('recomputes ' + ', '.join(recomputed[:4]) or 'nothing')}, "
+                f"    {_q(ghost)} [id={_q(f'g-{slug}-{i}')}, label={_q(text)}, "
                 f'shape=box, style="dashed,rounded,filled", fillcolor="{colour}"];'
             )
         lines.append("  }")
@@ -851,14 +1025,18 @@ def _op_dot(graph: dict[str, Any], slug: str, colours: dict[str, str]) -> str:
     def boundary_attrs(i: int, b: dict[str, Any], colour: str) -> str:
         nbytes = _fmt_bytes((b.get("args") or {}).get("bytes"))
         label = str(b.get("reason")) + (f"\n{nbytes}" if nbytes else "")
-        tooltip = f"{b.get('reason')} ({b.get('category')}, {b.get('stage')}): {b.get('detail') or ''}"
+        tooltip = (
+            f"{b.get('producer')} -> {b.get('consumer')}: {b.get('reason')} "
+            f"({b.get('category')}, {b.get('stage')}): {b.get('detail') or ''}"
+        )
         return (
-            f"label={_q(label)}, color={_q(colour)}, fontcolor={_q(colour)}, "
+            f"{edge_label}={_q(label)}, color={_q(colour)}, fontcolor={_q(colour)}, "
             f"penwidth=1.8, tooltip={_q(tooltip)}, "
             f"URL={_q('#' + _boundary_id(slug, i))}, "
-            f"id={_q('e-' + _boundary_id(slug, i))}"
+            f"id={_q('e-' + _boundary_id(slug, i))}, class={_q('boundary-edge')}"
         )
 
+    by_name = {op.get("name"): op for op in computing}
     drawn: set[tuple[str, str]] = set()
     for edge in graph.get("edges") or []:
         p, c = edge.get("producer"), edge.get("consumer")
@@ -871,8 +1049,9 @@ def _op_dot(graph: dict[str, Any], slug: str, colours: dict[str, str]) -> str:
                 f"  {_q(p)} -> {_q(c)} [{boundary_attrs(i, b, BOUNDARY_COLOUR)}];"
             )
             continue
-        ops = {op.get("name"): op for op in computing}
-        shared = set(ops[p].get("kernels") or []) & set(ops[c].get("kernels") or [])
+        shared = set(by_name[p].get("kernels") or []) & set(
+            by_name[c].get("kernels") or []
+        )
         if shared:
             lines.append(
                 f'  {_q(p)} -> {_q(c)} [color="{FUSED_EDGE_COLOUR}", '
@@ -881,7 +1060,8 @@ def _op_dot(graph: dict[str, Any], slug: str, colours: dict[str, str]) -> str:
         else:
             lines.append(
                 f'  {_q(p)} -> {_q(c)} [color="black", style=dotted, '
-                'label="no remark", tooltip="different kernels, but no boundary remark"];'
+                f'{edge_label}="no remark", '
+                'tooltip="different kernels, but no boundary remark"];'
             )
     for (p, c), (i, b) in dependency.items():
         if (p, c) not in drawn and p in node_ids and c in node_ids:
@@ -899,7 +1079,12 @@ def _op_dot(graph: dict[str, Any], slug: str, colours: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def _kernel_dot(graph: dict[str, Any], slug: str, colours: dict[str, str]) -> str:
+def _kernel_dot(
+    graph: dict[str, Any],
+    slug: str,
+    colours: dict[str, str],
+    edge_label: str = "label",
+) -> str:
     """The kernel-level picture: one node per kernel, boundaries aggregated."""
     cid = graph.get("compile_id", "?")
     ops = {op.get("name"): op for op in graph.get("ops") or []}
@@ -907,50 +1092,93 @@ def _kernel_dot(graph: dict[str, Any], slug: str, colours: dict[str, str]) -> st
     lines = _dot_prelude(
         slug, f"graph {cid}: one node per kernel ({len(_computing(graph))} ops)"
     )
+    order = {name: i for i, name in enumerate(ops)}
     known = set()
     for i, kernel in enumerate(kernels):
         kname = kernel.get("name", "")
         known.add(kname)
         kind = kernel.get("kind")
-        names = [n for n in kernel.get("ops") or [] if ops.get(n, {}).get("computes")]
-        label = f"{kname} ({kind})\n{len(names)} op{'s' if len(names) != 1 else ''}"
-        if names:
-            label += ": " + ", ".join(names[:2]) + (", \u2026" if len(names) > 2 else "")
-        tooltip = f"{kname} ({kind}): {', '.join(names[:50])}" + (
-            " \u2026" if len(names) > 50 else ""
+        names = sorted(
+            (n for n in kernel.get("ops") or [] if ops.get(n, {}).get("computes")),
+            key=lambda n: order.get(n, 0),
         )
+        if names:
+            label = (
+                f"{kname} ({kind})\n{len(names)} op{'s' if len(names) != 1 else ''}: "
+                + _name_list(names, 2)
+            )
+        else:
+            label = f"{kname} ({kind})\nno computing op" + (
+                f" ({_name_list(kernel.get('ops') or [], 2)})"
+                if kernel.get("ops")
+                else ""
+            )
+        tooltip = f"{kname} ({kind}): {_name_list(names, 50)}"
         lines.append(
             f"  {_q(kname)} [id={_q(f'n-{slug}-{i}')}, label={_q(label)}, "
             f"tooltip={_q(tooltip)}, "
             f"{_node_style(kind, colours.get(kname, '#ffffff'))}];"
         )
+    # Boundaries between the same two kernels become one edge, labelled with
+    # each reason and its count, and the bytes that cross it.
+    primary = _primary_kernels(graph)
     agg: dict[tuple[str, str, str], collections.Counter[str]] = {}
+    moved: dict[tuple[str, str, str], int] = collections.Counter()
     first: dict[tuple[str, str, str], int] = {}
     for i, b in enumerate(graph.get("boundaries") or []):
-        ks = b.get("kernels") or []
+        ks = list(b.get("kernels") or [])
         if len(ks) != 2 or ks[0] not in known or ks[1] not in known:
-            continue
-        key = (ks[0], ks[1], str(b.get("relation")))
+            ks = [primary.get(b.get("producer")), primary.get(b.get("consumer"))]
+            if ks[0] not in known or ks[1] not in known:
+                continue  # an op with no kernel: the table has it
+        key = (str(ks[0]), str(ks[1]), str(b.get("relation")))
         agg.setdefault(key, collections.Counter())[str(b.get("reason"))] += 1
+        nbytes = (b.get("args") or {}).get("bytes")
+        if isinstance(nbytes, (int, float)) and not isinstance(nbytes, bool):
+            moved[key] += int(nbytes)
         first.setdefault(key, i)
-    for (a, z, relation), counts in agg.items():
+    for key, counts in agg.items():
+        a, z, relation = key
         label = "\n".join(
             f"{reason} \u00d7{n}" if n > 1 else reason
             for reason, n in counts.most_common()
         )
+        if moved.get(key):
+            label += f"\n{_fmt_bytes(moved[key])}"
         shared = relation != "dependency"
         colour = SHARED_INPUT_COLOUR if shared else BOUNDARY_COLOUR
         extra = ", style=dashed, dir=none, constraint=false" if shared else ""
+        tooltip = f"{a} -> {z}: " + label.replace("\n", ", ")
         lines.append(
-            f"  {_q(a)} -> {_q(z)} [label={_q(label)}, color={_q(colour)}, "
-            f"fontcolor={_q(colour)}, penwidth=1.5, tooltip={_q(label)}, "
-            f"URL={_q('#' + _boundary_id(slug, first[(a, z, relation)]))}{extra}];"
+            f"  {_q(a)} -> {_q(z)} [{edge_label}={_q(label)}, color={_q(colour)}, "
+            f"fontcolor={_q(colour)}, penwidth=1.5, tooltip={_q(tooltip)}, "
+            f"URL={_q('#' + _boundary_id(slug, first[key]))}, "
+            f"class={_q('boundary-edge')}{extra}];"
         )
+    # Kernels with no boundary (in-place updates of inputs, kernels alone in
+    # the graph) would all sit on the first rank, pushing the kernels that
+    # matter out of view: they go in a grid under the rest.
+    linked = {k for a, z, _ in agg for k in (a, z)}
+    lines.extend(
+        _bottom_grid(
+            [k.get("name", "") for k in kernels if k.get("name") not in linked]
+        )
+    )
     lines.append("}")
     return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- annotated source
+
+
+def _op_line(ops: dict[str, Any], name: object) -> tuple[str, int] | None:
+    """The (path, line) an op was traced from, if it has one."""
+    return _split_source(ops.get(name, {}).get("source"))
+
+
+def _kind_tag(kind: str) -> str:
+    """opt-viewer's remark kind, as a coloured tag: fused, alone, missed."""
+    return f'<span class="kind kind-{kind}">{kind}</span>'
 
 
 def _source_section(
@@ -959,8 +1187,13 @@ def _source_section(
     slugs: list[str],
     colours: list[dict[str, str]],
 ) -> str:
-    """The user's source, each line followed by its remarks, as opt-viewer does."""
-    # path -> line -> [(order, html)]
+    """The user's source, each line followed by its remarks, as opt-viewer does.
+
+    A line gets a ``fused`` (or ``alone``) remark for each kernel that computes
+    ops of the line, a ``missed`` remark for each boundary whose producer or
+    consumer comes from the line, and one for each graph break there.
+    """
+    # path -> line -> [(order, html)]; missed remarks first, then fused ones.
     notes: dict[str, dict[int, list[tuple[int, str]]]] = collections.defaultdict(
         lambda: collections.defaultdict(list)
     )
@@ -968,18 +1201,17 @@ def _source_section(
         cid = graph.get("compile_id", "?")
         glink = f'<a class="graph-link" href="#{_e(slug)}">graph {_e(cid)}</a>'
         ops = {op.get("name"): op for op in graph.get("ops") or []}
-
-        def where(name: object) -> tuple[str, int] | None:
-            return _split_source(ops.get(name, {}).get("source"))
+        order = {name: i for i, name in enumerate(ops)}
 
         for kernel in graph.get("kernels") or []:
             kname = kernel.get("name", "")
-            names = [
-                n for n in kernel.get("ops") or [] if ops.get(n, {}).get("computes")
-            ]
+            names = sorted(
+                (n for n in kernel.get("ops") or [] if ops.get(n, {}).get("computes")),
+                key=lambda n: order.get(n, 0),
+            )
             per_line: dict[tuple[str, int], list[str]] = collections.defaultdict(list)
             for n in names:
-                loc = where(n)
+                loc = _op_line(ops, n)
                 if loc is not None:
                     per_line[loc].append(n)
             for (path, line), here in per_line.items():
@@ -989,7 +1221,9 @@ def _source_section(
                 notes[path][line].append(
                     (
                         1,
-                        f'<li class="remark kernel-remark {state}">{glink}: kernel '
+                        f'<li class="remark kernel-remark {state}"'
+                        f' data-graph="{_e(cid)}" data-kernel="{_e(kname)}">'
+                        f"{_kind_tag(state)} {glink}: kernel "
                         f'<span class="chip" style="background:'
                         f'{_e(colour.get(kname, "#ffffff"))}">{_e(kname)}</span> '
                         f"<span class=dim>({_e(kernel.get('kind'))}"
@@ -998,7 +1232,7 @@ def _source_section(
                         + ", ".join(f"<code>{_e(n)}</code>" for n in here)
                         + (
                             f" <span class=dim>with {others} op"
-                            f"{'s' if others != 1 else ''} from other lines</span>"
+                            f"{'s' if others != 1 else ''} of other lines</span>"
                             if others
                             else ""
                         )
@@ -1007,63 +1241,68 @@ def _source_section(
                 )
         for op in _computing(graph):
             if not op.get("kernels"):
-                loc = where(op.get("name"))
+                loc = _op_line(ops, op.get("name"))
                 if loc is not None:
                     notes[loc[0]][loc[1]].append(
                         (
                             2,
-                            f'<li class="remark eliminated">{glink}: '
-                            f"<code>{_e(op.get('name'))}</code> has no kernel "
-                            f"({_e(op.get('eliminated', 'no kernel'))})</li>",
+                            f'<li class="remark eliminated">{_kind_tag("none")} '
+                            f"{glink}: <code>{_e(op.get('name'))}</code> has no "
+                            f"kernel ({_e(op.get('eliminated', 'no kernel'))})</li>",
                         )
                     )
         for i, b in enumerate(graph.get("boundaries") or []):
             p, c = b.get("producer"), b.get("consumer")
-            lp, lc = where(p), where(c)
-            arrow = "\u2225" if b.get("relation") == "shared_input" else "\u2192"
+            lp, lc = _op_line(ops, p), _op_line(ops, c)
+            shared = b.get("relation") == "shared_input"
+            arrow = "\u2225" if shared else "\u2192"
+            nbytes = _fmt_bytes((b.get("args") or {}).get("bytes"))
+            category = _e(b.get("category"))
             for loc in dict.fromkeys(x for x in (lp, lc) if x is not None):
                 role = (
-                    "producer and consumer here"
+                    ""
                     if lp == lc
-                    else "producer here"
+                    else ", producer here"
                     if loc == lp
-                    else "consumer here"
+                    else ", consumer here"
                 )
                 notes[loc[0]][loc[1]].append(
                     (
                         0,
-                        f'<li class="remark boundary-remark cat-{_e(b.get("category"))}"'
+                        f'<li class="remark boundary-remark cat-{category}"'
                         f' data-graph="{_e(cid)}" data-producer="{_e(p)}"'
-                        f' data-consumer="{_e(c)}" data-reason="{_e(b.get("reason"))}">'
-                        f"{glink}: boundary "
+                        f' data-consumer="{_e(c)}" data-reason="{_e(b.get("reason"))}"'
+                        f' data-category="{category}">'
+                        f"{_kind_tag('missed')} {glink}: "
                         f'<a href="#{_boundary_id(slug, i)}"><code>{_e(p)}</code> '
-                        f"{arrow} <code>{_e(c)}</code></a>: "
+                        f"{arrow} <code>{_e(c)}</code></a> "
                         f"<b>{_e(b.get('reason'))}</b> "
-                        f'<span class="cat cat-{_e(b.get("category"))}">'
-                        f"{_e(b.get('category'))}</span> "
-                        f"<span class=dim>{_e(b.get('stage'))}, {role}"
-                        + (
-                            f", {_e(_fmt_bytes((b.get('args') or {}).get('bytes')))}"
-                            if _fmt_bytes((b.get("args") or {}).get("bytes"))
-                            else ""
-                        )
-                        + f"</span> \u2014 {_e(b.get('detail'))}</li>",
+                        f'<span class="cat cat-{category}">{category}</span> '
+                        f"<span class=dim>{_e(b.get('stage'))}{role}"
+                        + (f", {_e(nbytes)}" if nbytes else "")
+                        + "</span>"
+                        + (f" \u2014 {_e(b.get('detail'))}" if b.get("detail") else "")
+                        + "</li>",
                     )
                 )
     for i, brk in enumerate(breaks):
         loc = _split_source(brk.get("source"))
         if loc is None:
             continue
+        headline, explanation = _break_summary(brk)
         before = _graph_links(list(brk.get("graphs_before") or []), graphs, slugs)
         after = _graph_links(list(brk.get("graphs_after") or []), graphs, slugs)
         notes[loc[0]][loc[1]].append(
             (
                 -1,
-                f'<li class="remark graph-break-remark cat-legality">'
-                f'<a href="#graph-break-{i}"><b>graph_break</b></a> '
+                f'<li class="remark graph-break-remark cat-legality"'
+                f' data-reason="{_e(brk.get("reason") or GRAPH_BREAK[0])}">'
+                f"{_kind_tag('missed')} "
+                f'<a href="#graph-break-{i}"><b>graph break</b></a> '
                 '<span class="cat cat-legality">legality</span> '
-                f"<span class=dim>dynamo</span> \u2014 {_e(brk.get('reason'))}; "
-                f"separates {before} \u2192 {after}</li>",
+                f"<b>{_e(headline)}</b>"
+                + (f" \u2014 {_e(explanation)}" if explanation else "")
+                + f' <span class="dim">separates {before} \u2192 {after}</span></li>',
             )
         )
 
@@ -1080,14 +1319,29 @@ def _source_section(
 
 
 def _remark_list(items: list[tuple[int, str]]) -> str:
-    ordered = [h for _, h in sorted(items, key=lambda t: t[0])]
+    """A line's remarks: missed ones first; past REMARKS_PER_LINE, folded."""
+    ordered = sorted(items, key=lambda t: t[0])
+    left_out = max(0, len(ordered) - MAX_REMARKS_PER_LINE)
+    ordered = ordered[:MAX_REMARKS_PER_LINE]
     shown, rest = ordered[:REMARKS_PER_LINE], ordered[REMARKS_PER_LINE:]
-    out = '<ul class="remarks">' + "".join(shown)
+    out = '<ul class="remarks">' + "".join(h for _, h in shown)
     if rest:
+        # Orders: -1 graph break, 0 boundary (missed), 1 kernel, 2 no kernel.
+        kinds = collections.Counter(
+            "missed" if order <= 0 else "kernel" if order == 1 else "other"
+            for order, _ in rest
+        )
+        what = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()) if n)
         out += (
-            f'<li><details><summary>{len(rest)} more remarks</summary><ul class="remarks">'
-            + "".join(rest)
+            f"<li><details><summary>{len(rest)} more remarks ({what})</summary>"
+            '<ul class="remarks">'
+            + "".join(h for _, h in rest)
             + "</ul></details></li>"
+        )
+    if left_out:
+        out += (
+            f'<li class="dim">{left_out} more remarks left out: the boundary '
+            "tables of the graphs list every boundary</li>"
         )
     return out + "</ul>"
 
@@ -1100,10 +1354,11 @@ def _read_lines(path: str) -> tuple[list[str] | None, str]:
         return None, f"{type(exc).__name__}: {exc.strerror or exc}"
 
 
-def _code_line(number: int, text: str, annotated: bool) -> str:
+def _code_line(path: str, number: int, text: str, annotated: bool) -> str:
     cls = "line annotated" if annotated else "line"
     return (
-        f'<div class="{cls}" id="L{number}"><span class="ln">{number}</span>'
+        f'<div class="{cls}" id="{_source_anchor(f"{path}:{number}")}"'
+        f' data-line="{number}"><span class="ln">{number}</span>'
         f"<code>{_e(text) or ' '}</code></div>"
     )
 
@@ -1124,7 +1379,7 @@ def _source_file(path: str, by_line: dict[int, list[tuple[int, str]]]) -> str:
             "remarks by line number:</p>"
         )
         for number in sorted(by_line):
-            out.append(_code_line(number, "", True))
+            out.append(_code_line(path, number, "", True))
             out.append(_remark_list(by_line[number]))
         out.append("</div></details>")
         return "\n".join(out)
@@ -1132,7 +1387,9 @@ def _source_file(path: str, by_line: dict[int, list[tuple[int, str]]]) -> str:
     wanted: set[int] = set()
     for number in by_line:
         wanted.update(
-            range(max(1, number - SOURCE_CONTEXT), min(total, number + SOURCE_CONTEXT) + 1)
+            range(
+                max(1, number - SOURCE_CONTEXT), min(total, number + SOURCE_CONTEXT) + 1
+            )
         )
     shown = sorted(wanted)
     previous = 0
@@ -1141,13 +1398,13 @@ def _source_file(path: str, by_line: dict[int, list[tuple[int, str]]]) -> str:
         if gap > 0 and previous:
             if gap <= SOURCE_FOLD:
                 for k in range(previous + 1, number):
-                    out.append(_code_line(k, lines[k - 1], False))
+                    out.append(_code_line(path, k, lines[k - 1], False))
             elif gap <= SOURCE_MAX_FOLDED:
                 out.append(
                     f'<details class="gap"><summary>\u22ef {gap} unannotated lines '
                     f"({previous + 1}\u2013{number - 1})</summary>"
                     + "".join(
-                        _code_line(k, lines[k - 1], False)
+                        _code_line(path, k, lines[k - 1], False)
                         for k in range(previous + 1, number)
                     )
                     + "</details>"
@@ -1159,7 +1416,7 @@ def _source_file(path: str, by_line: dict[int, list[tuple[int, str]]]) -> str:
                 )
         elif gap > 0:
             out.append(f'<div class="gap">\u22ef lines 1\u2013{gap}</div>')
-        out.append(_code_line(number, lines[number - 1], number in by_line))
+        out.append(_code_line(path, number, lines[number - 1], number in by_line))
         if number in by_line:
             out.append(_remark_list(by_line[number]))
         previous = number
@@ -1172,7 +1429,7 @@ def _source_file(path: str, by_line: dict[int, list[tuple[int, str]]]) -> str:
             "(it changed since the capture):</p>"
         )
         for number in beyond:
-            out.append(_code_line(number, "", True))
+            out.append(_code_line(path, number, "", True))
             out.append(_remark_list(by_line[number]))
     out.append("</div></details>")
     return "\n".join(out)
@@ -1222,6 +1479,16 @@ ul.remarks { margin: .1em 0 .4em 5.6em; padding-left: 1em; font-size: 13px; }
 .remark.boundary-remark, .remark.graph-break-remark { color: #8e1b1b; }
 .remark.kernel-remark { color: #1e5631; } .remark.kernel-remark.alone { color: #455a64; }
 .gap { color: #99a3a4; padding: 0 .6em; font-size: 12px; }
+.kind { display: inline-block; min-width: 3.6em; text-align: center; border-radius: 3px;
+  font-size: 11px; font-weight: 600; padding: 0 3px; color: #fff; }
+.kind-fused { background: #2e7d32; } .kind-alone { background: #78909c; }
+.kind-missed { background: #c62828; } .kind-none { background: #9e9e9e; }
+ol.graph-breaks li { margin-bottom: .6em; }
+.gb-reason { margin-left: 1em; } .gb-graphs { margin-left: 1em; }
+pre.gb-detail { white-space: pre-wrap; font-size: 12px; background: #f8f9f9;
+  padding: .4em .6em; max-width: 100em; }
+.picture-hint { font-size: 12px; margin: 0 0 .6em; }
+p.quiet { color: #566573; }
 details.gap summary { cursor: pointer; }
 """
 
@@ -1237,7 +1504,22 @@ function openTarget() {
   if (el) { el.scrollIntoView({block: "center"}); }
 }
 window.addEventListener("hashchange", openTarget);
+if (location.hash) { openTarget(); }
 document.querySelectorAll(".picture").forEach(function (pic) {
   pic.addEventListener("dblclick", function () { pic.classList.toggle("fit"); });
+  // dot may put a wide picture's first ops anywhere along the top: when no
+  // node is in view, scroll to the topmost one rather than show the empty
+  // top-left corner.
+  if (pic.scrollWidth <= pic.clientWidth) { return; }
+  var top = null, seen = false, box = pic.getBoundingClientRect();
+  pic.querySelectorAll("g.node").forEach(function (node) {
+    var r = node.getBoundingClientRect();
+    seen = seen || (r.left < box.right && r.right > box.left &&
+                    r.top < box.bottom && r.bottom > box.top);
+    if (top === null || r.top < top.top - 1) { top = r; }
+  });
+  if (!seen && top !== null) {
+    pic.scrollLeft += top.left - box.left - (pic.clientWidth - top.width) / 2;
+  }
 });
 """

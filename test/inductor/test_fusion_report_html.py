@@ -1,0 +1,487 @@
+# Owner(s): ["module: inductor"]
+"""The HTML page of a fusion capture, opened in a real browser.
+
+The page (``FusionCapture.save_html``, ``torch._inductor.fusion_html``) is the
+product, so each test renders real captures and opens the page in headless
+Chromium: ``--dump-dom`` gives the DOM the browser built (an unescaped ``<`` in
+an op name or a stray tag in dot's SVG would show up as a missing or misplaced
+element), and ``--screenshot`` shows whether the graph picture is drawn.  The
+captures are compiled once for the class: sin+cos, a softmax, a function with a
+graph break (``print``) and a small MLP training step (forward and backward).
+
+Without Chromium or Graphviz the browser and picture tests are skipped, except
+when the environment variable ``CI`` is set: then they fail, so that CI cannot
+pass by skipping them (``make test`` installs both).
+"""
+
+import collections
+import copy
+import html
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from html.parser import HTMLParser
+from typing import Any
+from unittest import mock
+
+import torch
+import torch._dynamo
+from torch._inductor import fusion_html, fusion_report
+from torch._inductor.test_case import run_tests, TestCase
+
+
+try:
+    from PIL import Image
+except ImportError:  # pinned in requirements.txt; without it, screenshots skip
+    Image = None
+
+CHROMIUM = next(
+    filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))),
+    None,
+)
+DOT = shutil.which("dot")
+
+
+def sin_plus_cos(x):
+    return torch.sin(x) + torch.cos(x)
+
+
+def softmax(x):
+    return torch.softmax(x, -1)
+
+
+def with_print(x):
+    y = torch.sin(x) * 2
+    print("test_fusion_report_html: a graph break")
+    return torch.relu(y) + 1
+
+
+MLP = torch.nn.Sequential(
+    torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+)
+
+
+def mlp_train_step(x, y):
+    loss = torch.nn.functional.mse_loss(MLP(x), y)
+    loss.backward()
+    return loss
+
+
+def line_of(fn, text: str) -> int:
+    """The line number of the first line of ``fn`` that contains ``text``."""
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+class Elements(HTMLParser):
+    """Every start tag of a document, with its attributes (a dumped DOM)."""
+
+    def __init__(self, document: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str]]] = []
+        self.feed(document)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, {k: v or "" for k, v in attrs}))
+
+    def with_class(self, name: str) -> list[dict[str, str]]:
+        return [a for _, a in self.elements if name in a.get("class", "").split()]
+
+
+def text_of(fragment: str) -> str:
+    """The text of an HTML fragment, tags removed and whitespace collapsed."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", fragment)).split())
+
+
+def boundary_keys(data: dict[str, Any]) -> collections.Counter:
+    return collections.Counter(
+        (g["compile_id"], b["producer"], b["consumer"], b["reason"], b["category"])
+        for g in data["graphs"]
+        for b in g["boundaries"]
+    )
+
+
+def dom_boundary_keys(dom: Elements, cls: str = "boundary") -> collections.Counter:
+    return collections.Counter(
+        (
+            a.get("data-graph"),
+            a.get("data-producer"),
+            a.get("data-consumer"),
+            a.get("data-reason"),
+            a.get("data-category"),
+        )
+        for a in dom.with_class(cls)
+    )
+
+
+def large_graph(graph: dict[str, Any], copies: int) -> dict[str, Any]:
+    """``copies`` renamed copies of a real graph, chained into one graph.
+
+    Copy ``i`` reads copy ``i - 1``: an edge and an ``extern_kernel`` boundary
+    join the last computing op of one copy to the first of the next, so dot
+    lays out one connected graph, as it would a deep model's.
+    """
+    out = copy.deepcopy(graph)
+    out.update(ops=[], edges=[], kernels=[], boundaries=[], compile_id="7/0")
+    computing = [op["name"] for op in graph["ops"] if op["computes"]]
+    first_kernel = {
+        op["name"]: op["kernels"][0] for op in graph["ops"] if op.get("kernels")
+    }
+    for i in range(copies):
+
+        def rename(name: str, i: int = i) -> str:
+            return f"{name}_c{i}"
+
+        for op in graph["ops"]:
+            out["ops"].append(
+                dict(
+                    op,
+                    name=rename(op["name"]),
+                    kernels=[rename(k) for k in op.get("kernels") or []],
+                )
+            )
+        out["edges"] += [
+            {"producer": rename(e["producer"]), "consumer": rename(e["consumer"])}
+            for e in graph["edges"]
+        ]
+        out["kernels"] += [
+            dict(k, name=rename(k["name"]), ops=[rename(n) for n in k["ops"]])
+            for k in graph["kernels"]
+        ]
+        out["boundaries"] += [
+            dict(
+                b,
+                producer=rename(b["producer"]),
+                consumer=rename(b["consumer"]),
+                kernels=[rename(k) for k in b["kernels"]],
+            )
+            for b in graph["boundaries"]
+        ]
+        if i:
+            p, c = f"{computing[-1]}_c{i - 1}", rename(computing[0])
+            out["edges"].append({"producer": p, "consumer": c})
+            out["boundaries"].append(
+                {
+                    "producer": p,
+                    "consumer": c,
+                    "relation": "dependency",
+                    "reason": "extern_kernel",
+                    "category": "backend",
+                    "stage": "lowering",
+                    "fusible": None,
+                    "detail": "a chained copy",
+                    "kernels": [
+                        f"{first_kernel[computing[-1]]}_c{i - 1}",
+                        rename(first_kernel[computing[0]]),
+                    ],
+                    "args": {"bytes": 4096},
+                }
+            )
+    return out
+
+
+def colour_pixels(png: str, colours: set[str], tolerance: int = 3) -> tuple[int, int]:
+    """(pixels of the screenshot within ``tolerance`` of one of ``colours``, all)."""
+    rgb = [tuple(int(c[i : i + 2], 16) for i in (1, 3, 5)) for c in colours]
+    with Image.open(png) as im:
+        counts = im.convert("RGB").getcolors(maxcolors=1 << 24)
+    hits = sum(
+        n
+        for n, px in counts
+        if any(all(abs(a - b) <= tolerance for a, b in zip(px, c)) for c in rgb)
+    )
+    return hits, sum(n for n, _ in counts)
+
+
+class TestFusionReportHtml(TestCase):
+    data: dict[str, Any]  # the capture's JSON
+    page: str  # the path of its page
+    html: str  # the page
+    tmp: tempfile.TemporaryDirectory
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="fusion_html_")
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        with fusion_report.capture() as rep:
+            torch.compile(sin_plus_cos)(torch.randn(8, 8))
+            torch.compile(softmax)(torch.randn(8, 32))
+            torch.compile(with_print)(torch.randn(8))
+            torch.compile(mlp_train_step)(torch.randn(8, 16), torch.randn(8, 4))
+        torch._dynamo.reset()
+        cls.data = json.loads(json.dumps(rep.to_json(), default=str))
+        cls.page = os.path.join(cls.tmp.name, "capture.html")
+        rep.save_html(cls.page)
+        with open(cls.page, encoding="utf-8") as f:
+            cls.html = f.read()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.tmp.cleanup()
+        super().tearDownClass()
+
+    # ------------------------------------------------------------ helpers
+
+    def require(self, ok: object, what: str) -> None:
+        """Skip without ``what``, but fail under CI, which must run everything."""
+        if not ok:
+            if os.environ.get("CI"):
+                self.fail(f"{what} is required under CI (make system-deps)")
+            self.skipTest(f"{what} is not installed")
+
+    def chromium(self, *args: str) -> subprocess.CompletedProcess:
+        self.require(CHROMIUM, "chromium")
+        with tempfile.TemporaryDirectory(dir=self.tmp.name) as profile:
+            return subprocess.run(
+                [
+                    CHROMIUM,
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--hide-scrollbars",
+                    "--no-first-run",
+                    f"--user-data-dir={profile}",
+                    *args,
+                ],
+                capture_output=True,
+                timeout=120,
+                check=True,
+            )
+
+    def dump_dom(self, path: str, fragment: str = "") -> str:
+        url = "file://" + os.path.abspath(path) + fragment
+        return self.chromium("--dump-dom", url).stdout.decode("utf-8")
+
+    def screenshot(self, path: str, size: str) -> str:
+        self.require(Image, "Pillow")
+        png = path + ".png"
+        self.chromium(f"--screenshot={png}", f"--window-size={size}", "file://" + path)
+        self.assertTrue(os.path.getsize(png) > 0)
+        return png
+
+    def graph(self, compile_id: str) -> dict[str, Any]:
+        return next(g for g in self.data["graphs"] if g["compile_id"] == compile_id)
+
+    # ------------------------------------------------------------ tests
+
+    def test_capture_has_what_the_page_must_show(self):
+        ids = [g["compile_id"] for g in self.data["graphs"]]
+        self.assertEqual(ids, ["0/0", "1/0", "2/0", "3/0", "4/0", "4/0 backward"])
+        self.assertGreater(sum(boundary_keys(self.data).values()), 5)
+        self.assertEqual(
+            [b["gb_type"] for b in self.data["graph_breaks"]],
+            ["Failed to trace builtin operator", "Unsupported Tensor.backward() call"],
+        )
+        # Self-contained: nothing is fetched (the namespaces of the SVG and
+        # the link in Dynamo's message are text, not fetches).
+        for fetch in ("<script src", "<link", "<img", "@import", "url(", "<iframe"):
+            self.assertNotIn(fetch, self.html)
+
+    def test_dom_holds_every_boundary(self):
+        dom = Elements(self.dump_dom(self.page))
+        self.assertEqual(dom_boundary_keys(dom), boundary_keys(self.data))
+        # The rows are table rows in the browser's DOM: dot's SVG did not
+        # break the page's structure.
+        rows = [t for t, a in dom.elements if "boundary" in a.get("class", "").split()]
+        self.assertEqual(set(rows), {"tr"})
+        # Each graph has a section with its picture drawn from ops.
+        self.require(DOT, "Graphviz dot")
+        pictures = {a["data-graph"]: a for a in dom.with_class("picture")}
+        self.assertEqual(set(pictures), {g["compile_id"] for g in self.data["graphs"]})
+        self.assertEqual({a["data-mode"] for a in pictures.values()}, {"ops"})
+        # Every boundary is an edge of the picture, linked to its table row.
+        edges = dom.with_class("boundary-edge")
+        self.assertEqual(len(edges), sum(boundary_keys(self.data).values()))
+        # Reasons and categories are counted with the bytes that cross them.
+        reasons = collections.Counter()
+        moved = collections.Counter()
+        for g in self.data["graphs"]:
+            for b in g["boundaries"]:
+                reasons[b["reason"]] += 1
+                moved[b["reason"]] += b["args"].get("bytes", 0)
+        reasons["graph_break"] = len(self.data["graph_breaks"])
+        rows = {a["data-reason"]: a for a in dom.with_class("reason-row")}
+        self.assertEqual({r: int(a["data-count"]) for r, a in rows.items()}, reasons)
+        for reason, nbytes in moved.items():
+            self.assertEqual(float(rows[reason]["data-bytes"]), nbytes, reason)
+        categories = {a["data-category"]: a for a in dom.with_class("category-row")}
+        self.assertEqual(
+            sum(int(a["data-count"]) for a in categories.values()),
+            sum(reasons.values()),
+        )
+        self.assertIn("legality", categories)
+
+    def test_graph_breaks_with_reason_line_and_graphs(self):
+        dom = self.dump_dom(self.page)
+        entries = re.findall(r'<li class="graph-break".*?</li>', dom, re.DOTALL)
+        self.assertEqual(len(entries), len(self.data["graph_breaks"]))
+        print_line = line_of(with_print, 'print("')
+        backward_line = line_of(mlp_train_step, "backward()")
+        name = os.path.basename(__file__)
+        for brk, entry, line in zip(
+            self.data["graph_breaks"], entries, (print_line, backward_line)
+        ):
+            self.assertEqual(brk["source"], f"{__file__}:{line}")
+            self.assertIn(f'data-source="{brk["source"]}"', entry)
+            text = text_of(entry)
+            self.assertIn(brk["gb_type"], text)
+            self.assertIn(f"{name}:{line}", text)
+            # Dynamo's explanation is the reason shown; the whole message is
+            # kept, folded.
+            explanation = re.search(r"Explanation: (.*)", brk["detail"]).group(1)
+            self.assertIn(explanation.strip(), text)
+            # Linked to the graphs before and after, and to the source line.
+            for cid in brk["graphs_before"] + brk["graphs_after"]:
+                self.assertIn(f'href="#{fusion_html.graph_anchor(cid)}"', entry)
+            anchor = fusion_html._source_anchor(brk["source"])
+            self.assertIn(f'href="#{anchor}"', entry)
+            self.assertIn(f'id="{anchor}"', dom)
+        self.assertIn('href="#graph-2-0"', entries[0])  # before print
+        self.assertIn('href="#graph-3-0"', entries[0])  # after it
+
+    def test_annotated_source_lines(self):
+        dom = self.dump_dom(self.page)
+        graph = self.graph("0/0")
+        (kernel,) = graph["kernels"]
+        line = line_of(sin_plus_cos, "torch.sin(x) + torch.cos(x)")
+        source = f"{__file__}:{line}"
+        self.assertEqual({op["source"] for op in graph["ops"]}, {source})
+        match = re.search(
+            rf'<div class="line annotated" id="{fusion_html._source_anchor(source)}"'
+            rf'[^>]*>(.*?)</div>\s*<ul class="remarks">(.*?)</ul>',
+            dom,
+            re.DOTALL,
+        )
+        self.assertIsNotNone(match, "the line and its remarks")
+        code, remarks = match.groups()
+        self.assertIn("return torch.sin(x) + torch.cos(x)", text_of(code))
+        self.assertIn(str(line), text_of(code))
+        self.assertEqual(
+            text_of(remarks),
+            f"fused graph 0/0: kernel {kernel['name']} "
+            f"({kernel['kind']}, {kernel['function']}) computes sin, cos, add",
+        )
+        # Each boundary of the training step is a missed remark on the lines
+        # of its producer and consumer.
+        dom_elements = Elements(dom)
+        remarks = dom_boundary_keys(dom_elements, "boundary-remark")
+        for cid in ("4/0", "4/0 backward"):
+            for b in self.graph(cid)["boundaries"]:
+                key = (cid, b["producer"], b["consumer"], b["reason"], b["category"])
+                self.assertIn(key, remarks)
+        mlp_line = line_of(mlp_train_step, "mse_loss(")
+        self.assertIn(
+            f'id="{fusion_html._source_anchor(f"{__file__}:{mlp_line}")}"', dom
+        )
+
+    def test_screenshot_shows_the_graph(self):
+        self.require(DOT, "Graphviz dot")
+        png = self.screenshot(self.page, "1400,5000")
+        # The clusters of the kernels are drawn in their tinted colours, and
+        # the boundaries of the training step in red.
+        tints = {
+            fusion_html._tint(c)
+            for g in self.data["graphs"]
+            for c in fusion_html._kernel_colours(g).values()
+        }
+        clusters, total = colour_pixels(png, tints)
+        self.assertGreater(clusters / total, 0.01, f"{clusters} of {total} pixels")
+        red, _ = colour_pixels(png, {fusion_html.BOUNDARY_COLOUR}, tolerance=10)
+        self.assertGreater(red, 300)
+
+    def test_large_graph_collapses_to_kernels(self):
+        self.require(DOT, "Graphviz dot")
+        backward = self.graph("4/0 backward")
+        big = large_graph(backward, 300)
+        n_ops = sum(op["computes"] for op in big["ops"])
+        self.assertGreater(n_ops, 2500)
+        data = dict(self.data, graphs=[big], graph_breaks=[])
+        start = time.perf_counter()
+        page = fusion_html.render_html(data)
+        elapsed = time.perf_counter() - start
+        # Seconds, not minutes (about 2 s on a 2-core machine).
+        self.assertLess(elapsed, 30, f"rendering took {elapsed:.1f} s")
+        path = os.path.join(self.tmp.name, "large.html")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(page)
+        # Opened at a boundary's row: the script opens the folded table.
+        last = len(big["boundaries"]) - 1
+        row = f"b-{fusion_html.graph_anchor('7/0')}-{last}"
+        dump = self.dump_dom(path, "#" + row)
+        dom = Elements(dump)
+        self.assertEqual(dom_boundary_keys(dom), boundary_keys(data))
+        (picture,) = dom.with_class("picture")
+        self.assertEqual(picture["data-mode"], "kernels")
+        (note,) = re.findall(
+            r'<p class="note picture-note kernel-level">(.*?)</p>', dump
+        )
+        self.assertIn(
+            f"{n_ops} computing ops, more than {fusion_html.MAX_OP_NODES}", note
+        )
+        self.assertEqual(
+            len(dom.with_class("node")), len(big["kernels"]), "one node per kernel"
+        )
+        self.assertRegex(dump, r'<details class="boundary-list" open="">')
+        # The picture is drawn: kernel nodes in their fill colours.
+        png = self.screenshot(path, "1400,3000")
+        fills, total = colour_pixels(
+            png, set(fusion_html._kernel_colours(big).values())
+        )
+        self.assertGreater(fills / total, 0.01, f"{fills} of {total} pixels")
+
+    def test_without_dot_the_page_has_tables_and_source(self):
+        empty = os.path.join(self.tmp.name, "no-dot-bin")
+        os.makedirs(empty, exist_ok=True)
+        with mock.patch.dict(os.environ, {"PATH": empty}):
+            self.assertIsNone(shutil.which("dot"))
+            page = fusion_html.render_html(self.data)
+        self.assertNotIn("<svg", page)
+        path = os.path.join(self.tmp.name, "no-dot.html")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(page)
+        dump = self.dump_dom(path)
+        dom = Elements(dump)
+        notes = re.findall(r'<p class="note picture-note">(.*?)</p>', dump)
+        self.assertEqual(len(notes), len(self.data["graphs"]))
+        self.assertIn("Graphviz's dot was not found", notes[0])
+        self.assertEqual(dom.with_class("picture"), [])
+        self.assertEqual(dom_boundary_keys(dom), boundary_keys(self.data))
+        self.assertEqual(len(dom.with_class("graph-break")), 2)
+        self.assertTrue(dom.with_class("annotated"))
+
+    def test_failing_or_slow_dot_is_a_note(self):
+        # A dot that fails, then one that hangs: each picture becomes a note
+        # and rendering stays within DOT_TIMEOUT_S per graph.
+        bin_dir = os.path.join(self.tmp.name, "bad-dot-bin")
+        os.makedirs(bin_dir, exist_ok=True)
+        dot = os.path.join(bin_dir, "dot")
+        graph = self.graph("4/0")
+        data = dict(self.data, graphs=[graph])
+        for script, expected in (
+            ("echo 'Error: lost edge' >&2; exit 1", "exit status 1: Error: lost edge"),
+            (f"exec {shutil.which('sleep')} 20", "did not finish"),
+        ):
+            with open(dot, "w") as f:
+                f.write(f"#!/bin/sh\n{script}\n")
+            os.chmod(dot, 0o755)
+            with (
+                mock.patch.dict(os.environ, {"PATH": bin_dir}),
+                mock.patch.object(fusion_html, "DOT_TIMEOUT_S", 1.0),
+            ):
+                start = time.perf_counter()
+                page = fusion_html.render_html(data)
+            self.assertLess(time.perf_counter() - start, 5)
+            self.assertNotIn("<svg", page)
+            self.assertIn(expected, page)
+            self.assertEqual(page.count('class="boundary '), len(graph["boundaries"]))
+
+
+if __name__ == "__main__":
+    run_tests()
