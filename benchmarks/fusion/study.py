@@ -289,6 +289,7 @@ def summarize(data: dict[str, Any]) -> dict[str, Any]:
         count(brk.get("reason", "graph_break"), brk.get("category", "legality"))
     computing = [op for g in graphs for op in g["ops"] if op["computes"]]
     kernels = [k for g in graphs for k in g["kernels"]]
+    unfused = sum(_unfused_ops(g) for g in graphs)
     extern = sum(k["kind"] in ("extern", "fallback") for k in kernels)
     from torch._inductor.fusion_analysis import coverage_violations
 
@@ -296,6 +297,7 @@ def summarize(data: dict[str, Any]) -> dict[str, Any]:
         "graphs": len(graphs),
         "graph_breaks": len(breaks),
         "ops": len(computing),
+        "unfused_ops": unfused,
         "kernels": len(kernels),
         "kernels_generated": len(kernels) - extern,
         "kernels_extern": extern,
@@ -307,6 +309,21 @@ def summarize(data: dict[str, Any]) -> dict[str, Any]:
         "by_category": dict(sorted(by_category.items())),
         "violations": sum(len(coverage_violations(g)) for g in graphs),
     }
+
+
+def _unfused_ops(graph: dict[str, Any]) -> int:
+    """Computing ops that share no kernel with another computing op."""
+    computing = {op["name"] for op in graph["ops"] if op["computes"]}
+    size = {
+        k["name"]: sum(name in computing for name in k["ops"]) for k in graph["kernels"]
+    }
+    return sum(
+        1
+        for op in graph["ops"]
+        if op["computes"]
+        and op["kernels"]
+        and all(size.get(k, 0) <= 1 for k in op["kernels"])
+    )
 
 
 def _child(spec: dict[str, Any]) -> int:
@@ -515,6 +532,7 @@ ROW_COLUMNS = (
     "graphs",
     "breaks",
     "ops",
+    "unfused ops",
     "kernels gen/ext",
     "boundaries",
     "heuristic",
@@ -539,6 +557,7 @@ def _row_cells(r: dict[str, Any]) -> list[str]:
         str(r["graphs"]),
         str(r["graph_breaks"]),
         str(r["ops"]),
+        str(r.get("unfused_ops", "-")),
         f"{r['kernels_generated']}/{r['kernels_extern']}",
         str(r["boundaries"]),
         str(r["heuristic_boundaries"]),
@@ -704,7 +723,7 @@ def write_outputs(
     return study
 
 
-def merge(directories: list[Path], out: Path) -> dict[str, Any]:
+def merge(directories: list[Path], out: Path, pages: bool = True) -> dict[str, Any]:
     """Combine shard outputs into the study one unsharded run would write."""
     studies = [json.loads((d / "study.json").read_text()) for d in directories]
     first = studies[0]["settings"]
@@ -741,8 +760,14 @@ def merge(directories: list[Path], out: Path) -> dict[str, Any]:
             target = out / "captures" / capture.name
             if capture.resolve() != target.resolve():
                 shutil.copyfile(capture, target)
+    for r in rows:
+        # Re-derive the per-case numbers from the captures, so a merge reports
+        # what this version of summarize() counts; measurements are kept.
+        capture = out / "captures" / f"{r['case']}.json"
+        if r.get("status") == "ok" and capture.exists():
+            r.update(summarize(json.loads(capture.read_text())))
     settings = dict(first, command=" ".join(sys.argv), shard=None)
-    return write_outputs(out, settings, rows)
+    return write_outputs(out, settings, rows, pages=pages)
 
 
 def structural(study: dict[str, Any]) -> dict[str, Any]:
@@ -797,8 +822,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("shards", nargs="+", type=Path)
         parser.add_argument("--out", type=Path, default=Path("reports"))
         parser.add_argument("--strict", action="store_true")
+        parser.add_argument("--no-pages", action="store_true")
         args = parser.parse_args(argv[1:])
-        study = merge(args.shards, args.out)
+        study = merge(args.shards, args.out, pages=not args.no_pages)
         print_table(study["rows"])
         print(f"\nwrote {args.out}/index.html, summary.md, study.json")
         return 1 if args.strict and study["suite"]["failed"] else 0

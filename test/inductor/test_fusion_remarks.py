@@ -325,7 +325,7 @@ graph 0/0 (cpu): 8 ops -> 7 kernels (6 generated, 1 extern)
         for kernel in graph["kernels"]:
             self.assertIn(
                 kernel["kind"],
-                {"cpp", "triton", "template", "foreach", "combo", "extern", "fallback"},
+                {"cpp", "triton", "template", "foreach", "extern", "fallback"},
             )
         for boundary in graph["boundaries"]:
             self.assertIn(boundary["reason"], data["reasons"])

@@ -114,6 +114,10 @@ class TestStudyHarness(TestCase):
             self.assertEqual(rows["sin_cos-inference-default"]["boundaries"], 0)
             reductions = rows["two_axis_reductions-inference-default"]
             self.assertGreater(reductions["boundaries"], 0)
+            # No op of sin_cos is left alone; some reductions are.
+            self.assertEqual(rows["sin_cos-inference-default"]["unfused_ops"], 0)
+            self.assertGreater(reductions["unfused_ops"], 0)
+            self.assertLessEqual(reductions["unfused_ops"], reductions["ops"])
             self.assertEqual(
                 reductions["boundaries"],
                 sum(e["count"] for e in reductions["by_reason"].values()),
