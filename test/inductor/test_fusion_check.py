@@ -216,6 +216,34 @@ class FusionCheckTest(TestCase):
         self.assertFalse(boundary["fusible_check"]["forced"])
         fusion_report.validate(data)
 
+    def test_legality_past_the_heuristic_is_not_fusible(self):
+        # In the backward of layer_norm + gelu, pairs scored at no shared data
+        # read each other's buffers at other indices: with the score bypassed,
+        # dep_mismatch (legality) refuses them, so they cannot be fused.
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.LayerNorm(64), torch.nn.GELU())
+        x = torch.randn(4, 8, 64)
+        torch._dynamo.reset()
+        with fusion_report.capture() as rep:
+            torch.compile(model)(x).sum().backward()
+        data = rep.to_json()
+        boundaries = heuristic_boundaries(data)
+        self.assertTrue(boundaries)
+        checks = fusion_check.check_fusible(model, (x,), data, training=True, repeats=3)
+        legality = [c for c in checks if "dep_mismatch (legality)" in c["detail"]]
+        self.assertTrue(legality, [c["detail"] for c in checks])
+        for check in legality:
+            self.assertFalse(check["forced"])
+            self.assertIsNone(check["correct"])
+        refused = [
+            b
+            for b in boundaries
+            if "dep_mismatch (legality)" in b["fusible_check"]["detail"]
+        ]
+        self.assertTrue(refused)
+        self.assertTrue(all(b["fusible"] is False for b in refused))
+        fusion_report.validate(data)
+
     def test_stale_node_names_are_not_forced(self):
         data = halves_data()
         (boundary,) = heuristic_boundaries(data)

@@ -204,6 +204,9 @@ class ForcedFusion:
     # Why matching pairs were still refused: "names: reason (category): detail".
     refusals: list[str] = dataclasses.field(default_factory=list)
     cycle: bool = False
+    # A legality reason refused a matching pair once the heuristic was off:
+    # the boundary cannot be fused without breaking the program.
+    legality_refusal: bool = False
     errors: list[str] = dataclasses.field(default_factory=list)
 
     # -- the hooks ---------------------------------------------------------
@@ -271,6 +274,8 @@ class ForcedFusion:
                 then, detail, _ = fusion_remarks._rejection_reason(
                     scheduler, recorder, node1, node2
                 )
+                if then.category is Category.LEGALITY:
+                    self.legality_refusal = True
                 self._note(
                     self.refusals,
                     f"{names}: with {self.reason.value} bypassed, refused by "
@@ -287,6 +292,7 @@ class ForcedFusion:
         """``Scheduler.will_fusion_create_cycle`` said yes for some pair."""
         if self._matches(node1, node2):
             self.cycle = True
+            self.legality_refusal = True
             self._note(
                 self.refusals,
                 f"{node1.get_name()} + {node2.get_name()}: would_create_cycle "
@@ -696,6 +702,9 @@ def _record(
         b["fusible_check"] = fusible_check
         if fusible_check["forced"] and fusible_check["correct"] is not None:
             b["fusible"] = bool(fusible_check["correct"])
+        elif not fusible_check["forced"] and check.get("legality_refusal"):
+            # Past the heuristic, a legality check refuses the pair.
+            b["fusible"] = False
         checks.append(
             {
                 "graph": target.graph["compile_id"],
@@ -760,6 +769,7 @@ def _check_one(
     if graph is None:
         detail = f"graph {forced.graph} was not compiled again; {detail}"
     forced_kernels = len(graph["kernels"]) if graph is not None else None
+    result["legality_refusal"] = forced.legality_refusal and not engaged
     result["kernels"] = {"stock": stock_kernels, "forced": forced_kernels}
     result["detail"] = detail
     if failure is not None:
@@ -811,8 +821,9 @@ def check_fusible(
       ``stock_ms``/``forced_ms`` (median per step; do_bench on CUDA,
       ``time.perf_counter`` over ``repeats`` steps elsewhere), ``speedup``
       (stock / forced), ``device`` and ``detail``;
-    * ``fusible``: True if forced and correct, False if forced and wrong,
-      unchanged (None) if it could not be forced.
+    * ``fusible``: True if forced and correct; False if forced and wrong, or
+      if with the heuristic off a legality reason (or a cycle) refuses the
+      pair; unchanged (None) if it could not be forced otherwise.
 
     Returns one dict per checked boundary: its ``fusible_check`` fields plus
     ``graph``, ``producer``, ``consumer``, ``reason``, the forced pair's nodes
