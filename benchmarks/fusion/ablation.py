@@ -9,6 +9,9 @@ no_opt         ``fusion_only`` + ``no_fusion``: compiled, nothing optimized
 no_fusion      every optimization but fusion (``no_fusion``)
 fusion_only    fusion and nothing else (``fusion_only``)
 default        Inductor as shipped
+fx_fusion      the FX fusion arm (``backend="fx_fusion"``): fusion by an
+               independent torch.fx pass with its own code generation,
+               everything else as eager aten ops
 =============  ===========================================================
 
 Per model, mode (inference; training step = forward + backward for the
@@ -51,7 +54,10 @@ ARMS: dict[str, dict[str, bool] | None] = {
     "no_fusion": {"no_fusion": True},
     "fusion_only": {"fusion_only": True},
     "default": {},
+    "fx_fusion": {},
 }
+# Arms compiled by another backend than Inductor.
+BACKENDS = {"fx_fusion": "fx_fusion"}
 
 
 def run_model(name: str, device: str, shapes: str, train: bool, repeats: int, arms):
@@ -74,7 +80,11 @@ def run_model(name: str, device: str, shapes: str, train: bool, repeats: int, ar
     for arm in arms:
         switches = ARMS[arm]
         torch._dynamo.reset()
-        fn = model if switches is None else torch.compile(model)
+        fn = (
+            model
+            if switches is None
+            else torch.compile(model, backend=BACKENDS.get(arm, "inductor"))
+        )
 
         def step(fn=fn):
             if train:

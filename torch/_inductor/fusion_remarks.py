@@ -78,6 +78,8 @@ class Stage(str, enum.Enum):
     SCHEDULER = "scheduler"
     CODEGEN = "codegen"
     CACHE = "cache"
+    # The FX fusion arm (torch._inductor.fx_passes.fx_fusion), not Inductor.
+    FX_FUSION = "fx_fusion"
 
 
 _L, _H, _B, _C, _N, _F, _A = (
@@ -193,6 +195,12 @@ class Reason(str, enum.Enum):
     # Ablation switches (fusion_ablation.py).
     NO_FUSION = "no_fusion"
     CONFIG_HELD_OFF = "config_held_off"
+    # The FX fusion arm (fx_passes/fx_fusion.py, backend="fx_fusion").
+    FX_FUSED = "fx_fused"
+    FX_UNSUPPORTED_OP = "fx_unsupported_op"
+    FX_ITERATION_SPACE_MISMATCH = "fx_iteration_space_mismatch"
+    FX_REDUCTION_MISMATCH = "fx_reduction_mismatch"
+    FX_VIEW_NOT_FOLDED = "fx_view_not_folded"
 
     @property
     def category(self) -> Category:
@@ -507,6 +515,26 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     R.CONFIG_HELD_OFF: (
         _C,
         "an ablation switch (config.fusion_only or config.no_fusion) held an optimization off; args name the switch, option and value",
+    ),
+    R.FX_FUSED: (
+        _F,
+        "the FX fusion pass put the producer and its consumer in one generated kernel",
+    ),
+    R.FX_UNSUPPORTED_OP: (
+        _B,
+        "the FX fusion pass cannot express the op in its kernel IR (elementwise ops, casts, constants and sum/amax/amin/prod/mean/var reductions over static shapes), so it runs as its ATen kernel (the detail says what is missing)",
+    ),
+    R.FX_ITERATION_SPACE_MISMATCH: (
+        _B,
+        "the ops iterate over different spaces (a smaller or larger broadcast shape, or two dims read along one loop), which one FX fusion kernel cannot express",
+    ),
+    R.FX_REDUCTION_MISMATCH: (
+        _B,
+        "a reduction over other dims than the FX fusion kernel's reduction, or of a value computed once per reduced row, needs a kernel of its own",
+    ),
+    R.FX_VIEW_NOT_FOLDED: (
+        _B,
+        "the consumer reads the producer through a view (a slice, or a reshape that merges or splits dims) that the FX fusion pass does not fold into a kernel",
     ),
 }
 del R

@@ -11,7 +11,8 @@ Capture the reports of everything compiled inside a ``with`` block::
 
 ``data["graphs"]`` has one entry per compiled graph (forward and backward
 apart); see :data:`SCHEMA_VERSION` and ``docs/source/torch.compiler_fusion_remarks.md``
-for the fields.  While a capture is active, Inductor's FX graph cache and
+for the fields, and :func:`validate` to check a document against the JSON
+Schema at :data:`SCHEMA_PATH`.  While a capture is active, Inductor's FX graph cache and
 AOTAutograd's cache are bypassed, because a cache hit skips the scheduler
 whose decisions the report explains; each graph records that in ``cache``.
 
