@@ -87,6 +87,7 @@ import torch
 import torch.fx
 from torch._inductor.fx_passes.fx_fusion_ir import (
     compute_dtype,
+    FLOAT_UNARY_OPS,
     InputSpec,
     KernelSpec,
     Level,
@@ -133,25 +134,8 @@ def _val(node: Any) -> Any:
     return node.meta.get("val") if isinstance(node, torch.fx.Node) else node
 
 
-_FLOAT_UNARY = [
-    "reciprocal",
-    "sqrt",
-    "rsqrt",
-    "exp",
-    "exp2",
-    "expm1",
-    "log",
-    "log2",
-    "log1p",
-    "sin",
-    "cos",
-    "tan",
-    "tanh",
-    "sigmoid",
-    "erf",
-]
 _SAME_UNARY = ["abs", "neg", "relu", "floor", "ceil", "round", "trunc", "sign"]
-_UNARY: dict[Any, str] = {getattr(aten, n).default: n for n in _FLOAT_UNARY}
+_UNARY: dict[Any, str] = {getattr(aten, n).default: n for n in sorted(FLOAT_UNARY_OPS)}
 _UNARY.update({getattr(aten, n).default: n for n in _SAME_UNARY})
 _UNARY[aten.sgn.default] = "sign"
 

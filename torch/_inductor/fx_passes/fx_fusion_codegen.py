@@ -84,6 +84,7 @@ import torch
 
 from .fx_fusion_ir import (
     BINARY_OPS,
+    FLOAT_UNARY_OPS,
     compute_dtype,
     KernelSpec,
     Level,
@@ -135,27 +136,7 @@ _FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
 _HALF_DTYPES = frozenset({"float16", "bfloat16"})
 _UNSIGNED_DTYPES = frozenset({"bool", "uint8"})
 # Ops computed in floating point: their statement's dtype must be floating.
-_FLOAT_ONLY_OPS = frozenset(
-    {
-        "reciprocal",
-        "sqrt",
-        "rsqrt",
-        "exp",
-        "exp2",
-        "expm1",
-        "log",
-        "log2",
-        "log1p",
-        "sin",
-        "cos",
-        "tan",
-        "tanh",
-        "sigmoid",
-        "erf",
-        "div",
-        "atan2",
-    }
-)
+_FLOAT_ONLY_OPS = FLOAT_UNARY_OPS | {"div", "atan2"}
 # Ops torch does not define on bool (or that make no sense there).
 _NO_BOOL_OPS = frozenset({"sub", "floor_divide", "remainder", "pow", "neg"})
 _COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}

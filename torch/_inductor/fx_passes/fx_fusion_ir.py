@@ -77,6 +77,27 @@ UNARY_OPS = frozenset(
         "isnan",
     }
 )
+# The unary ops computed in floating point: an integer or bool operand is
+# promoted to the default float dtype first (as torch does).
+FLOAT_UNARY_OPS = frozenset(
+    {
+        "reciprocal",
+        "sqrt",
+        "rsqrt",
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log2",
+        "log1p",
+        "sin",
+        "cos",
+        "tan",
+        "tanh",
+        "sigmoid",
+        "erf",
+    }
+)
 BINARY_OPS = frozenset(
     {
         "add",
