@@ -1620,6 +1620,29 @@ def _spec_name(group: Group) -> str:
     return "fx_fused_" + "_".join(names[:6])
 
 
+def _aliased_axes(group: Group) -> str | None:
+    """The first member whose non-broadcast dims do not map to distinct axes.
+
+    Pairing loop dims of merged groups by size must never pair two dims of
+    the same value (e.g. both dims of a causal mask ``i <= j``); this checks
+    the invariant before any code is generated.
+    """
+    for m in group.members:
+        dims = group.dims.get(m)
+        if dims is None:
+            continue
+        val = _val(m)
+        shape = tuple(val.shape) if isinstance(val, torch.Tensor) else ()
+        axes = [
+            a
+            for j, a in enumerate(dims)
+            if a is not None and (j >= len(shape) or shape[j] != 1)
+        ]
+        if len(axes) != len(set(axes)):
+            return m.name
+    return None
+
+
 def build_kernel_plan(part: Partition, group: Group) -> KernelPlan | None:
     """The KernelSpec of ``group`` and how to call it; None if nothing is stored."""
     outputs = [m for m in group.members if _external_users(part, group, m)]
@@ -1967,6 +1990,14 @@ def fuse(
     compiled: dict[int, FusedKernel] = {}
     for group in sorted(part.groups, key=lambda g: part.index[g.members[0]]):
         if len(group.members) < 2 and not single_op_kernels:
+            continue
+        aliased = _aliased_axes(group)
+        if aliased is not None:
+            # Two dims of one value paired with one loop axis would compute
+            # only its diagonal: keep the group's ops as aten ops.
+            part.not_compiled[group.id] = (
+                f"{aliased} would map two of its dims onto one loop axis"
+            )
             continue
         plan = build_kernel_plan(part, group)
         if plan is None:
