@@ -47,38 +47,9 @@ class Level(str, enum.Enum):
 # The elementwise ops a generator must support, with their arity.  Names are
 # the aten op names without overload (``aten.add.Tensor`` -> ``add``); the pass
 # maps each FX node to one of them, or leaves the node outside every group.
-UNARY_OPS = frozenset(
-    {
-        "abs",
-        "neg",
-        "reciprocal",
-        "sqrt",
-        "rsqrt",
-        "exp",
-        "exp2",
-        "expm1",
-        "log",
-        "log2",
-        "log1p",
-        "sin",
-        "cos",
-        "tan",
-        "tanh",
-        "sigmoid",
-        "relu",
-        "erf",
-        "floor",
-        "ceil",
-        "round",
-        "trunc",
-        "sign",
-        "logical_not",
-        "bitwise_not",
-        "isnan",
-    }
-)
-# The unary ops computed in floating point: an integer or bool operand is
-# promoted to the default float dtype first (as torch does).
+#
+# First the unary ops computed in floating point: an integer or bool operand
+# is promoted to the default float dtype first (as torch does).
 FLOAT_UNARY_OPS = frozenset(
     {
         "reciprocal",
@@ -96,6 +67,21 @@ FLOAT_UNARY_OPS = frozenset(
         "tanh",
         "sigmoid",
         "erf",
+    }
+)
+UNARY_OPS = FLOAT_UNARY_OPS | frozenset(
+    {
+        "abs",
+        "neg",
+        "relu",
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "sign",
+        "logical_not",
+        "bitwise_not",
+        "isnan",
     }
 )
 BINARY_OPS = frozenset(
