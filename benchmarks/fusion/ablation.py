@@ -14,6 +14,13 @@ fx_fusion      the FX fusion arm (``backend="fx_fusion"``): fusion by an
                everything else as eager aten ops
 =============  ===========================================================
 
+Upstream's optional fusion switches, each on top of ``default``, are arms too
+(named in ``--arms``, not run by default): ``combo_kernels``,
+``benchmark_combo_kernel`` (combo kernels kept only where benchmarked
+faster), ``aggressive_fusion``, ``benchmark_fusion``, ``max_autotune_gemm``
+(GEMM templates with epilogue fusion; convolutions stay on ATen) and
+``no_mix_order_reduction`` (the one fusion switch on by default, turned off).
+
 Per model, mode (inference; training step = forward + backward for the
 models in ``--train``) and arm: the median step time (CUDA events on a GPU,
 ``perf_counter`` on the CPU; warm-up excluded; ``--repeats`` steps, at least
@@ -34,6 +41,7 @@ matplotlib) next to the JSON.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import math
 import os
@@ -55,15 +63,33 @@ ARMS: dict[str, dict[str, bool] | None] = {
     "fusion_only": {"fusion_only": True},
     "default": {},
     "fx_fusion": {},
+    # Upstream's optional fusion switches, competitors of a new fusion pass.
+    "combo_kernels": {"combo_kernels": True},
+    "benchmark_combo_kernel": {"combo_kernels": True, "benchmark_combo_kernel": True},
+    "aggressive_fusion": {"aggressive_fusion": True},
+    "benchmark_fusion": {"benchmark_fusion": True},
+    "max_autotune_gemm": {"max_autotune_gemm": True},
+    "no_mix_order_reduction": {"triton.mix_order_reduction": False},
 }
+# What a plain run measures: the ablation itself.
+ABLATION_ARMS = ("eager", "no_opt", "no_fusion", "fusion_only", "default", "fx_fusion")
 # Arms compiled by another backend than Inductor.
 BACKENDS = {"fx_fusion": "fx_fusion"}
 
 
-def run_model(name: str, device: str, shapes: str, train: bool, repeats: int, arms):
-    """All arms of one model and mode, in this process."""
+def run_model(
+    name: str,
+    device: str,
+    shapes: str,
+    train: bool,
+    repeats: int,
+    arms,
+    gpu_lock: str | None = None,
+):
+    """All arms of one model and mode, in this process; timings under
+    ``gpu_lock`` when given (see ``measure.exclusive_device``)."""
     import torch
-    from measure import launches_per_step, matches, step_timer
+    from measure import exclusive_device, launches_per_step, matches, step_timer
     from models import build, compile_config, loss_of
 
     time_steps = step_timer(device)
@@ -75,6 +101,11 @@ def run_model(name: str, device: str, shapes: str, train: bool, repeats: int, ar
         for module in model.modules():
             if isinstance(module, torch.nn.Dropout):
                 module.p = 0.0
+        if not any(p.requires_grad for p in model.parameters()):
+            # A micro-benchmark has no weights: differentiate by its input.
+            inputs = tuple(
+                t.requires_grad_() if t.is_floating_point() else t for t in inputs
+            )
     with torch.no_grad():
         expected = model(*inputs)
     for arm in arms:
@@ -102,14 +133,15 @@ def run_model(name: str, device: str, shapes: str, train: bool, repeats: int, ar
                 torch.cuda.synchronize()
             compile_s = time.perf_counter() - start if switches is not None else 0.0
             same, max_diff = matches(out.detach() if train else out, expected)
-            for _ in range(10):
-                step()
-            if device == "cuda":
-                torch.cuda.synchronize()
-                torch.cuda.reset_peak_memory_stats()
-            times = time_steps(step, repeats)
-            peak = torch.cuda.max_memory_allocated() if device == "cuda" else None
-            launches = launches_per_step(step, device)
+            with exclusive_device(gpu_lock):
+                for _ in range(10):
+                    step()
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
+                times = time_steps(step, repeats)
+                peak = torch.cuda.max_memory_allocated() if device == "cuda" else None
+                launches = launches_per_step(step, device)
         row = {
             "model": name,
             "mode": "training" if train else "inference",
@@ -254,7 +286,18 @@ def main() -> int:
     parser.add_argument(
         "--train", default="resnet18,bert", help="models also timed as a training step"
     )
-    parser.add_argument("--arms", default=",".join(ARMS))
+    parser.add_argument(
+        "--arms", default=",".join(ABLATION_ARMS), help=f"from {', '.join(ARMS)}"
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="models compiled side by side (timed one at a time under --gpu-lock)",
+    )
+    parser.add_argument(
+        "--gpu-lock", help="a lock file shared by processes timing on one GPU"
+    )
     parser.add_argument(
         "--repeats",
         type=int,
@@ -283,7 +326,9 @@ def main() -> int:
         raise SystemExit(f"unknown arms {unknown}: choose from {', '.join(ARMS)}")
     if args.child:
         name, mode = args.child
-        rows = run_model(name, device, args.shapes, mode == "training", repeats, arms)
+        rows = run_model(
+            name, device, args.shapes, mode == "training", repeats, arms, args.gpu_lock
+        )
         print("ROWS " + json.dumps(rows))
         return 0
 
@@ -300,34 +345,32 @@ def main() -> int:
         TORCHINDUCTOR_AUTOGRAD_CACHE="0",
         HF_HUB_OFFLINE="1",
     )
-    rows: list[dict[str, Any]] = []
+    if args.jobs > 1 and not args.gpu_lock:
+        raise SystemExit("--jobs N needs --gpu-lock FILE: timings must not overlap")
+
+    def run_case(case: tuple[str, str]) -> tuple[str, str, subprocess.CompletedProcess]:
+        name, mode = case
+        cmd = [sys.executable, __file__, "--device", device, "--shapes", args.shapes]
+        cmd += ["--arms", args.arms, "--repeats", str(repeats), "--child", name, mode]
+        if args.gpu_lock:
+            cmd += ["--gpu-lock", args.gpu_lock]
+        print(f"{name} {mode} ...", file=sys.stderr, flush=True)
+        return name, mode, subprocess.run(cmd, env=env, capture_output=True, text=True)
+
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {}
     failures = []
-    for i, (name, mode) in enumerate(cases, 1):
-        print(f"[{i}/{len(cases)}] {name} {mode}", file=sys.stderr, flush=True)
-        cmd = [
-            sys.executable,
-            __file__,
-            "--device",
-            device,
-            "--shapes",
-            args.shapes,
-            "--arms",
-            args.arms,
-            "--repeats",
-            str(repeats),
-            "--child",
-            name,
-            mode,
-        ]
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        found = [line for line in proc.stdout.splitlines() if line.startswith("ROWS ")]
-        if proc.returncode != 0 or not found:
-            failures.append((name, mode, proc.stderr[-2000:]))
-            print(proc.stderr[-2000:], file=sys.stderr)
-            continue
-        rows += json.loads(found[-1][5:])
-        if args.json:  # after every case: a run cut short keeps what it measured
-            _write(args.json, device, args.shapes, repeats, rows, failures)
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        for name, mode, proc in pool.map(run_case, cases):
+            found = [ln for ln in proc.stdout.splitlines() if ln.startswith("ROWS ")]
+            if proc.returncode != 0 or not found:
+                failures.append((name, mode, proc.stderr[-2000:]))
+                print(proc.stderr[-2000:], file=sys.stderr)
+            else:
+                results[(name, mode)] = json.loads(found[-1][5:])
+            # After every case: a run cut short keeps what it measured.
+            rows = [r for c in cases for r in results.get(c, [])]
+            if args.json:
+                _write(args.json, device, args.shapes, repeats, rows, failures)
     if args.json:
         _write(args.json, device, args.shapes, repeats, rows, failures)
     for r in rows:

@@ -8,11 +8,14 @@ One method per quantity, so every arm of a comparison is measured alike:
 * kernel launches per step: GPU kernels in a ``torch.profiler`` trace
   (memcpy and memset excluded); ``None`` on the CPU, which launches none;
 * agreement with eager: max |difference| against a tolerance scaled by the
-  reference's magnitude.
+  reference's magnitude;
+* one timing at a time: processes side by side on one GPU machine compile in
+  parallel and take their timings under one file lock (``exclusive_device``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
@@ -20,7 +23,25 @@ from typing import Any, TYPE_CHECKING
 
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
+
+
+@contextlib.contextmanager
+def exclusive_device(lock_path: str | None) -> Iterator[None]:
+    """Hold an exclusive file lock (none when ``lock_path`` is empty): processes
+    running side by side on one machine compile in parallel but time one at a
+    time, so no timing shares the GPU or the launching CPU with another."""
+    if not lock_path:
+        yield
+        return
+    import fcntl
+
+    with open(lock_path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def step_timer(device: str) -> Callable[[Callable[[], Any], int], list[float]]:

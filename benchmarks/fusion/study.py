@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import dataclasses
 import html
 import json
@@ -52,11 +51,8 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, TYPE_CHECKING
+from typing import Any
 
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -141,7 +137,12 @@ def run_case(
 ) -> dict[str, Any]:
     """Compile, capture, time and check one case; the row of the study."""
     import torch
-    from measure import launches_per_step, matches, median_step_s
+    from measure import (
+        exclusive_device,
+        launches_per_step,
+        matches,
+        median_step_s,
+    )
     from models import build, compile_config, loss_of, MODELS
 
     from torch._inductor import fusion_report
@@ -194,7 +195,7 @@ def run_case(
     row["matches_eager"] = same
     row["max_abs_diff"] = diff
 
-    with compile_config(case.model), _exclusive(gpu_lock):
+    with compile_config(case.model), exclusive_device(gpu_lock):
         eager_s = median_step_s(eager_step, device, repeats)
         compiled_s = median_step_s(compiled_step, device, repeats)
         row["launches_eager"] = launches_per_step(eager_step, device)
@@ -204,7 +205,7 @@ def run_case(
     row["speedup"] = eager_s / compiled_s
     if check_fusible:
         # Last: the check recompiles (torch._dynamo.reset()) the model.
-        with compile_config(case.model), _exclusive(gpu_lock):
+        with compile_config(case.model), exclusive_device(gpu_lock):
             row["fusible_checks"] = _check_fusible(
                 data, model, inputs, case, check_fusible, autotune_convs
             )
@@ -213,23 +214,6 @@ def run_case(
     (out / "captures").mkdir(parents=True, exist_ok=True)
     (out / "captures" / f"{case.id}.json").write_text(json.dumps(data) + "\n")
     return row
-
-
-@contextlib.contextmanager
-def _exclusive(lock_path: str | None) -> Iterator[None]:
-    """Hold an exclusive file lock: shards running side by side on one machine
-    compile in parallel but time one at a time."""
-    if not lock_path:
-        yield
-        return
-    import fcntl
-
-    with open(lock_path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _check_fusible(

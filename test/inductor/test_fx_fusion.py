@@ -8,6 +8,9 @@ mutation, and an OpInfo sweep of the ops it fuses against eager.
 """
 
 import copy
+import os
+import sys
+import unittest
 
 import torch
 import torch._dynamo
@@ -21,7 +24,11 @@ from torch.testing._internal.common_device_type import (
     ops,
 )
 from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.inductor_utils import HAS_CUDA_AND_TRITON
 from torch.testing._internal.logging_utils import LoggingTestCase, make_logging_test
+
+
+BENCHMARKS = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "fusion")
 
 
 def sin_plus_cos(x):
@@ -366,13 +373,7 @@ class TestFxFusionModels(FxFusionTestCase):
         # GPT-2's causal mask compares two dims of one size: a group pairing
         # both with one loop axis would compute only the diagonal; such a
         # group is left as aten ops, and the model matches eager.
-        import os
-        import sys
-
-        sys.path.insert(
-            0,
-            os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "fusion"),
-        )
+        sys.path.insert(0, BENCHMARKS)
         from models import build
 
         model, inputs = build("gpt2", "cpu", "ci")
@@ -526,8 +527,78 @@ class TestFxFusionOpInfo(TestCase):
 
 
 instantiate_device_type_tests(
-    TestFxFusionOpInfo, globals(), only_for="cpu", allow_xpu=False
+    TestFxFusionOpInfo, globals(), only_for=("cpu", "cuda"), allow_xpu=False
 )
+
+
+@unittest.skipUnless(HAS_CUDA_AND_TRITON, "needs a CUDA GPU")
+class TestFxFusionCuda(FxFusionTestCase):
+    """The arm's Triton path on a real GPU: the default model set against eager,
+    reduced-precision dtypes, and gradients of a training step."""
+
+    def generated(self, graph):
+        return [k for k in graph["kernels"] if k["kind"] == "triton"]
+
+    def test_default_model_set_matches_eager(self):
+        sys.path.insert(0, BENCHMARKS)
+        from measure import matches
+        from models import build, compile_config, MODELS
+
+        for name in MODELS:
+            with self.subTest(model=name):
+                torch._dynamo.reset()
+                model, inputs = build(name, "cuda", "ci")
+                with torch.no_grad():
+                    expected = model(*inputs)
+                    with compile_config(name), fusion_report.capture() as rep:
+                        actual = compile_fx(model)(*inputs)
+                same, diff = matches(actual, expected)
+                self.assertTrue(same, f"{name}: max abs diff {diff}")
+                graphs = rep.to_json()["graphs"]
+                self.assertTrue(any(self.generated(g) for g in graphs), name)
+                for graph in graphs:
+                    self.assertEqual(fusion_analysis.coverage_violations(graph), [])
+
+    def test_reduced_precision_layer_norm_gelu(self):
+        for dtype in (torch.float16, torch.bfloat16):
+            with self.subTest(dtype=dtype):
+                torch._dynamo.reset()
+                x, w, b = (
+                    torch.randn(s, device="cuda", dtype=dtype)
+                    for s in ((64, 1024), (1024,), (1024,))
+                )
+
+                def fn(x, w, b):
+                    return torch.nn.functional.gelu(
+                        torch.nn.functional.layer_norm(x, (1024,), w, b)
+                    )
+
+                with fusion_report.capture() as rep:
+                    actual = compile_fx(fn)(x, w, b)
+                self.assertEqual(actual, fn(x, w, b), atol=2e-2, rtol=2e-2)
+                (graph,) = rep.to_json()["graphs"]
+                self.assertEqual(len(self.generated(graph)), 1)
+
+    def test_training_step_gradients(self):
+        torch.manual_seed(0)
+        layer = torch.nn.TransformerEncoderLayer(
+            256, 4, 512, dropout=0.0, batch_first=True, activation="gelu"
+        )
+        model = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        model = model.cuda()
+        reference = copy.deepcopy(model)
+        x = torch.randn(4, 64, 256, device="cuda")
+        with fusion_report.capture() as rep:
+            out = torch.compile(model, backend="fx_fusion")(x)
+            out.square().mean().backward()
+        expected = reference(x)
+        expected.square().mean().backward()
+        self.assertEqual(out, expected, atol=1e-3, rtol=1e-3)
+        for p, q in zip(model.parameters(), reference.parameters()):
+            self.assertEqual(p.grad, q.grad, atol=1e-3, rtol=1e-3)
+        graphs = rep.to_json()["graphs"]
+        self.assertGreaterEqual(len(graphs), 2)  # forward and backward
+        self.assertTrue(all(self.generated(g) for g in graphs))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from torch._inductor.fx_passes.fx_fusion_ir import (
     UNARY_OPS,
 )
 from torch._inductor.test_case import run_tests, TestCase
+from torch.testing._internal.inductor_utils import HAS_CUDA_AND_TRITON
 
 
 try:
@@ -816,6 +817,17 @@ print(json.dumps(dict(codegen.counters)))
         self.assertEqual(runs[0].get("cpp_compile"), 1)
         self.assertEqual(runs[1].get("cpp_compile", 0), 0)
         self.assertEqual(runs[1].get("cpp_disk_hit"), 1)
+
+
+@unittest.skipUnless(HAS_CUDA_AND_TRITON, "needs a CUDA GPU")
+class TestFxFusionCodegenCuda(TestCase):
+    def test_every_case_on_the_gpu(self):
+        """Every case through the Triton kernel, compiled and run on the GPU."""
+        results = _run_triton_cases()
+        self.assertEqual(set(results), set(CASES))
+        for name, outcome in results.items():
+            with self.subTest(case=name):
+                self.assertEqual(outcome, "ok")
 
 
 class TestFxFusionCodegenTriton(TestCase):

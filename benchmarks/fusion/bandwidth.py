@@ -1,0 +1,213 @@
+"""Memory-bound micro-benchmarks: the bandwidth each compiled arm achieves.
+
+At the study's shapes the micro-benchmarks (about a million elements) take a
+few microseconds on an H100, so their step time is launch overhead, not
+memory traffic.  Here each runs at a size where it moves hundreds of
+megabytes, and every arm of ``ablation.py`` (eager, Inductor fusion-only,
+Inductor default, the FX fusion arm, upstream's optional fusion switches) is
+timed on the kernels alone:
+
+* time: ``triton.testing.do_bench`` median on a GPU (``perf_counter`` median
+  on the CPU), after the first call compiled;
+* bytes: the least traffic the computation needs, every input read once and
+  every output written once (what a perfectly fused kernel moves);
+* achieved bandwidth: bytes / time, next to a device-to-device copy of the
+  same size measured alike (the practical ceiling);
+* throughput relative to Inductor fusion-only (the FX arm's goal is 90%).
+
+    python benchmarks/fusion/bandwidth.py --device cuda \\
+        --json benchmarks/results/bandwidth_h100.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+# name -> (input shape on a GPU, on the CPU); each moves 256-512 MB on a GPU.
+CASES: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
+    "sin_cos": ((1 << 26,), (1 << 20,)),
+    "softmax": ((32768, 4096), (512, 1024)),
+    "layer_norm_gelu": ((32, 2048, 1024), (4, 128, 1024)),
+}
+DEFAULT_ARMS = "eager,fusion_only,default,fx_fusion"
+
+
+def module_of(name: str) -> Any:
+    import models
+
+    return {
+        "sin_cos": models.SinCos,
+        "softmax": models.Softmax,
+        "layer_norm_gelu": lambda: models.LayerNormGelu(1024),
+    }[name]()
+
+
+def timer(device: str):
+    """A function giving the median seconds of one call of ``fn``."""
+    if device == "cuda":
+        import triton.testing
+
+        return lambda fn: triton.testing.do_bench(fn, return_mode="median") / 1e3
+
+    def median_s(fn) -> float:
+        fn()
+        times = []
+        for _ in range(20):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    return median_s
+
+
+def tensor_bytes(value: Any) -> int:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    return sum(tensor_bytes(v) for v in value)
+
+
+def copy_bandwidth(device: str, nbytes: int) -> float:
+    """Bytes per second of a device-to-device copy of ``nbytes``."""
+    import torch
+
+    src = torch.empty(nbytes // 4, device=device)
+    dst = torch.empty_like(src)
+    return 2 * nbytes / timer(device)(lambda: dst.copy_(src))
+
+
+def run(device: str, arms: list[str], dtype_name: str) -> dict[str, Any]:
+    import torch
+    from ablation import ARMS, BACKENDS
+    from measure import matches
+
+    dtype = getattr(torch, dtype_name)
+    median_s = timer(device)
+    rows = []
+    largest = 0
+    for name, (gpu_shape, cpu_shape) in CASES.items():
+        torch.manual_seed(0)
+        shape = gpu_shape if device == "cuda" else cpu_shape
+        model = module_of(name).to(device=device, dtype=dtype).eval()
+        x = torch.randn(shape, device=device, dtype=dtype)
+        with torch.no_grad():
+            expected = model(x)
+        nbytes = tensor_bytes([x, expected, *model.parameters()])
+        largest = max(largest, tensor_bytes(x))
+        for arm in arms:
+            torch._dynamo.reset()
+            switches = ARMS[arm]
+            fn = (
+                model
+                if switches is None
+                else torch.compile(model, backend=BACKENDS.get(arm, "inductor"))
+            )
+            with torch.no_grad(), torch._inductor.config.patch(switches or {}):
+                start = time.perf_counter()
+                out = fn(x)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                compile_s = time.perf_counter() - start
+                same, diff = matches(out, expected)
+                seconds = median_s(lambda fn=fn, x=x: fn(x))
+            rows.append(
+                {
+                    "case": name,
+                    "shape": list(shape),
+                    "dtype": dtype_name,
+                    "arm": arm,
+                    "median_s": seconds,
+                    "bytes": nbytes,
+                    "bandwidth_gbs": nbytes / seconds / 1e9,
+                    "compile_s": round(compile_s if switches is not None else 0, 2),
+                    "matches_eager": same,
+                    "max_abs_diff": diff,
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
+    for r in rows:
+        base = next(
+            (o for o in rows if o["case"] == r["case"] and o["arm"] == "fusion_only"),
+            None,
+        )
+        r["throughput_vs_fusion_only"] = (
+            base["median_s"] / r["median_s"] if base else None
+        )
+    return {
+        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "fork": str(getattr(torch.version, "fork", "")),
+        "timing": "triton.testing.do_bench median"
+        if device == "cuda"
+        else "perf_counter median of 20",
+        "copy_bandwidth_gbs": copy_bandwidth(device, largest) / 1e9,
+        "command": " ".join(sys.argv),
+        "rows": rows,
+    }
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = [
+        f"Device: {result['device']}, torch {result['torch']}, {result['fork']}; "
+        f"timing: {result['timing']}; device-to-device copy: "
+        f"{result['copy_bandwidth_gbs']:.0f} GB/s.",
+        "",
+        "| case | shape | dtype | arm | time us | GB/s | % of copy | vs fusion_only "
+        "| compile s | matches eager |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        ratio = r["throughput_vs_fusion_only"]
+        lines.append(
+            f"| {r['case']} | {'x'.join(map(str, r['shape']))} | {r['dtype']} "
+            f"| {r['arm']} | {r['median_s'] * 1e6:.1f} | {r['bandwidth_gbs']:.0f} "
+            f"| {r['bandwidth_gbs'] / result['copy_bandwidth_gbs']:.0%} "
+            f"| {'-' if ratio is None else f'{ratio:.2f}'} | {r['compile_s']} "
+            f"| {r['matches_eager']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=("cpu", "cuda"), default=None)
+    parser.add_argument("--arms", default=DEFAULT_ARMS)
+    parser.add_argument(
+        "--dtypes", default="float32", help="comma-separated: float32,bfloat16"
+    )
+    parser.add_argument("--json", type=Path, help="write JSON here (and the .md)")
+    args = parser.parse_args(argv)
+    import torch
+    from ablation import ARMS
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: no CUDA device here")
+    arms = args.arms.split(",")
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown:
+        raise SystemExit(f"unknown arms {unknown}: choose from {', '.join(ARMS)}")
+    results = [run(device, arms, d) for d in args.dtypes.split(",")]
+    result = dict(results[0], rows=[r for res in results for r in res["rows"]])
+    table = markdown(result)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+        args.json.with_suffix(".md").write_text(table)
+    print(table)
+    return 0 if all(r["matches_eager"] for r in result["rows"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
