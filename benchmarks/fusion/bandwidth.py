@@ -88,10 +88,12 @@ def copy_bandwidth(device: str, nbytes: int) -> float:
     return 2 * nbytes / timer(device)(lambda: dst.copy_(src))
 
 
-def run(device: str, arms: list[str], dtype_name: str) -> dict[str, Any]:
+def run(
+    device: str, arms: list[str], dtype_name: str, gpu_lock: str | None = None
+) -> dict[str, Any]:
     import torch
     from ablation import ARMS, BACKENDS
-    from measure import matches
+    from measure import exclusive_device, matches
 
     dtype = getattr(torch, dtype_name)
     median_s = timer(device)
@@ -121,7 +123,8 @@ def run(device: str, arms: list[str], dtype_name: str) -> dict[str, Any]:
                     torch.cuda.synchronize()
                 compile_s = time.perf_counter() - start
                 same, diff = matches(out, expected)
-                seconds = median_s(lambda fn=fn, x=x: fn(x))
+                with exclusive_device(gpu_lock):
+                    seconds = median_s(lambda fn=fn, x=x: fn(x))
             rows.append(
                 {
                     "case": name,
@@ -188,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
         "--dtypes", default="float32", help="comma-separated: float32,bfloat16"
     )
     parser.add_argument("--json", type=Path, help="write JSON here (and the .md)")
+    parser.add_argument(
+        "--gpu-lock", help="a lock file shared by processes timing on one GPU"
+    )
     args = parser.parse_args(argv)
     import torch
     from ablation import ARMS
@@ -199,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
         raise SystemExit(f"unknown arms {unknown}: choose from {', '.join(ARMS)}")
-    results = [run(device, arms, d) for d in args.dtypes.split(",")]
+    results = [run(device, arms, d, args.gpu_lock) for d in args.dtypes.split(",")]
     result = dict(results[0], rows=[r for res in results for r in res["rows"]])
     table = markdown(result)
     if args.json:
