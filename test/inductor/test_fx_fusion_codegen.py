@@ -255,7 +255,9 @@ def case_unary_int():
         b.out(b.op(op, vb))
     i8 = b.cast(vi, "int8")
     b.out(b.op("neg", b.op("abs", i8)))
-    return b.spec("unary_int"), [i, f], {}
+    # exp(99) on a GPU: Triton's exp (as Inductor's) is exp2(x * log2(e)), whose
+    # rounded product costs about |x| ulps; torch's CUDA expf is correctly rounded.
+    return b.spec("unary_int"), [i, f], {"rtol": 1e-5, "atol": 1e-5}
 
 
 def case_binary_float32():
@@ -539,6 +541,17 @@ CASES = {
 _INTERPRETER_CASES = {"half_rounding": lambda: case_half_rounding(bfloat16=False)}
 
 
+def _to_cuda(t: torch.Tensor) -> torch.Tensor:
+    """``t`` on the GPU as it is on the CPU: its whole storage, strides and
+    offset (``Tensor.cuda()`` copies only the elements, compacting strides and
+    dropping the storage the spec's strides were built for)."""
+    storage = t.untyped_storage()
+    flat = torch.empty(0, dtype=t.dtype).set_(
+        storage, 0, (storage.nbytes() // t.element_size(),), (1,)
+    )
+    return flat.cuda().as_strided(t.shape, t.stride(), t.storage_offset())
+
+
 def _run_triton_case(name: str) -> str:
     case = CASES[name]
     interpreting = os.environ.get("TRITON_INTERPRET") == "1"
@@ -547,7 +560,7 @@ def _run_triton_case(name: str) -> str:
     try:
         spec, inputs, tol = case()
         if not interpreting:
-            inputs = [t.cuda() for t in inputs]
+            inputs = [_to_cuda(t) for t in inputs]
         _check(TestCase(), spec, inputs, "triton", **tol)
     except Exception as e:
         return f"{type(e).__name__}: {e}"
