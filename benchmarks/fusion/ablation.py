@@ -171,7 +171,7 @@ def write_report(json_path: Path) -> None:
         + " | ".join(f"{a} ms" for a in arms)
         + " | "
         + " | ".join(f"{a} x" for a in compiled)
-        + " | fusion share | launches (eager/no_opt/fusion_only/default) |",
+        + f" | fusion share | launches ({'/'.join(arms)}) |",
         "|---|---|" + "---|" * (len(arms) + len(compiled) + 2),
     ]
     shares = []
@@ -193,7 +193,7 @@ def write_report(json_path: Path) -> None:
             f"{get(a)['launches_per_step']:.0f}"
             if get(a) and get(a)["launches_per_step"] is not None
             else "-"
-            for a in ("eager", "no_opt", "fusion_only", "default")
+            for a in arms
         )
         lines.append(
             f"| {model} | {mode} | "
