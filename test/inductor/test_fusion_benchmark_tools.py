@@ -21,6 +21,7 @@ sys.path.insert(0, str(BENCHMARKS))
 
 import bandwidth  # noqa: E402
 import fx_compare  # noqa: E402
+import rank_classes  # noqa: E402
 from measure import exclusive_device  # noqa: E402
 
 
@@ -122,6 +123,58 @@ class TestFxCompare(TestCase):
         for r in rows:
             self.assertGreater(r["by_reason"]["extern_kernel"]["count"], 0, r)
             self.assertEqual(r["violations"], 0, r)
+
+
+class TestRankClasses(TestCase):
+    def test_ranking_covers_every_candidate_boundary_of_a_real_study(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            result = subprocess.run(
+                [
+                    sys.executable,
+                    str(BENCHMARKS / "study.py"),
+                    *("--device", "cpu", "--repeats", "1", "--no-pages"),
+                    *("--models", "two_axis_reductions,resnet18", "--out", tmp),
+                ],
+                capture_output=True,
+                text=True,
+            )
+            self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+            study = json.loads((Path(tmp) / "study.json").read_text())
+            ranking = rank_classes.rank([Path(tmp)], bandwidth_gbs=100.0)
+            text = rank_classes.markdown(ranking)
+        candidates = {
+            (reason, e["count"], e["bytes"])
+            for r in study["rows"]
+            for reason, e in r["by_reason"].items()
+            if e["category"] in rank_classes.CANDIDATES
+        }
+        self.assertTrue(candidates)  # resnet18's convolutions at least
+        self.assertEqual(ranking["cases_with_captures"], 2)
+        counted = {e["reason"]: e["boundaries"] for e in ranking["by_reason"]}
+        for reason in {c[0] for c in candidates}:
+            self.assertEqual(
+                counted[reason],
+                sum(c[1] for c in candidates if c[0] == reason),
+            )
+            self.assertIn(f"| {reason} |", text)
+        # Legality refusals are not candidates.
+        self.assertNotIn("intermediate_node_between", counted)
+        # Every candidate boundary falls in exactly one pattern, and the
+        # patterns price the same crossings the study priced.
+        self.assertEqual(
+            sum(p["boundaries"] for p in ranking["patterns"]),
+            sum(counted.values()),
+        )
+        self.assertEqual(
+            sum(p["bytes"] for p in ranking["patterns"]),
+            sum(e["bytes"] for e in ranking["by_reason"]),
+        )
+
+    def test_a_directory_without_a_study_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaises(SystemExit) as e:
+                rank_classes.main([tmp])
+        self.assertIn("no study.json", str(e.exception))
 
 
 if __name__ == "__main__":
