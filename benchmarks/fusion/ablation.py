@@ -90,22 +90,13 @@ def run_model(
     ``gpu_lock`` when given (see ``measure.exclusive_device``)."""
     import torch
     from measure import exclusive_device, launches_per_step, matches, step_timer
-    from models import build, compile_config, loss_of
+    from models import build, compile_config, for_training, loss_of
 
     time_steps = step_timer(device)
     rows = []
     model, inputs = build(name, device, shapes)
     if train:
-        model.train()
-        # Dropout would make eager and compiled differ by design.
-        for module in model.modules():
-            if isinstance(module, torch.nn.Dropout):
-                module.p = 0.0
-        if not any(p.requires_grad for p in model.parameters()):
-            # A micro-benchmark has no weights: differentiate by its input.
-            inputs = tuple(
-                t.requires_grad_() if t.is_floating_point() else t for t in inputs
-            )
+        inputs = for_training(model, inputs)
     with torch.no_grad():
         expected = model(*inputs)
     for arm in arms:

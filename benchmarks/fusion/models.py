@@ -171,6 +171,10 @@ def _t5_small(full: bool):
         d_kv=64,
         num_layers=6 if full else 2,
         num_decoder_layers=6 if full else 2,
+        # T5's attention dropout is functional, not an nn.Dropout module the
+        # harnesses can switch off for a training step (p = 0), so a training
+        # step would be random and never equal eager's: no dropout at all.
+        dropout_rate=0.0,
     )
     model = DecoderLastHiddenState(transformers.T5Model(config))
     tokens = _tokens(full, config.vocab_size)[0]
@@ -290,6 +294,23 @@ def build(
     model, inputs = MODELS[name].make(shapes == "full")
     model = model.eval().to(device)
     return model, tuple(t.to(device) for t in inputs)
+
+
+def for_training(model: nn.Module, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Put ``model`` in training mode for a training step comparable with
+    eager's, and return the inputs to differentiate by.
+
+    Dropout would make every step random, so each ``nn.Dropout`` gets
+    ``p = 0`` (T5's functional attention dropout is off in its config); a
+    micro-benchmark has no weights, so its floating-point inputs require grad.
+    """
+    model.train()
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = 0.0
+    if any(p.requires_grad for p in model.parameters()):
+        return inputs
+    return tuple(t.requires_grad_() if t.is_floating_point() else t for t in inputs)
 
 
 def compile_config(name: str) -> Any:

@@ -143,7 +143,7 @@ def run_case(
         matches,
         median_step_s,
     )
-    from models import build, compile_config, loss_of, MODELS
+    from models import build, compile_config, for_training, loss_of, MODELS
 
     from torch._inductor import fusion_report
 
@@ -153,16 +153,7 @@ def run_case(
     train = case.step == "training"
     model, inputs = build(case.model, device, shapes)
     if train:
-        model.train()
-        # Dropout would make eager and compiled differ by design.
-        for module in model.modules():
-            if isinstance(module, torch.nn.Dropout):
-                module.p = 0.0
-        if not any(p.requires_grad for p in model.parameters()):
-            # A micro-benchmark has no weights: differentiate by its input.
-            inputs = tuple(
-                t.requires_grad_() if t.is_floating_point() else t for t in inputs
-            )
+        inputs = for_training(model, inputs)
 
     def make_step(fn: Any) -> Any:
         def step() -> Any:

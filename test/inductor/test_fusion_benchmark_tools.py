@@ -125,6 +125,27 @@ class TestFxCompare(TestCase):
             self.assertEqual(r["violations"], 0, r)
 
 
+class TestTrainingStep(TestCase):
+    def test_every_model_trains_deterministically(self):
+        # Compiled and eager training steps are compared output to output;
+        # any dropout left on (T5's is functional) makes them differ by chance.
+        import torch
+        from models import build, for_training, loss_of, MODELS
+
+        for name in MODELS:
+            with self.subTest(model=name):
+                model, inputs = build(name, "cpu", "ci")
+                inputs = for_training(model, inputs)
+                self.assertTrue(model.training)
+                first, second = model(*inputs), model(*inputs)
+                self.assertEqual(first, second, atol=0, rtol=0)
+                loss_of(first).backward()
+                grads = [p.grad for p in model.parameters()] or [
+                    t.grad for t in inputs if isinstance(t, torch.Tensor)
+                ]
+                self.assertTrue(any(g is not None for g in grads))
+
+
 class TestRankClasses(TestCase):
     def test_ranking_covers_every_candidate_boundary_of_a_real_study(self):
         with tempfile.TemporaryDirectory() as tmp:
