@@ -541,15 +541,17 @@ CASES = {
 _INTERPRETER_CASES = {"half_rounding": lambda: case_half_rounding(bfloat16=False)}
 
 
-def _to_cuda(t: torch.Tensor) -> torch.Tensor:
-    """``t`` on the GPU as it is on the CPU: its whole storage, strides and
+def _moved(t: torch.Tensor, device: str) -> torch.Tensor:
+    """``t`` on ``device`` as it is here: its whole storage, strides and
     offset (``Tensor.cuda()`` copies only the elements, compacting strides and
     dropping the storage the spec's strides were built for)."""
     storage = t.untyped_storage()
     flat = torch.empty(0, dtype=t.dtype).set_(
         storage, 0, (storage.nbytes() // t.element_size(),), (1,)
     )
-    return flat.cuda().as_strided(t.shape, t.stride(), t.storage_offset())
+    return flat.to(device, copy=True).as_strided(
+        t.shape, t.stride(), t.storage_offset()
+    )
 
 
 def _run_triton_case(name: str) -> str:
@@ -560,7 +562,7 @@ def _run_triton_case(name: str) -> str:
     try:
         spec, inputs, tol = case()
         if not interpreting:
-            inputs = [_to_cuda(t) for t in inputs]
+            inputs = [_moved(t, "cuda") for t in inputs]
         _check(TestCase(), spec, inputs, "triton", **tol)
     except Exception as e:
         return f"{type(e).__name__}: {e}"
@@ -580,6 +582,20 @@ class TestFxFusionCodegenCpu(TestCase):
     def run_case(self, name):
         spec, inputs, tol = CASES[name]()
         return spec, _check(self, spec, inputs, "cpu", **tol)
+
+    def test_moved_inputs_keep_what_the_spec_reads(self):
+        # The GPU test moves each case's inputs with _moved(t, "cuda"); here
+        # the same copy, to the CPU, must run every case as the originals do
+        # (views with gaps, expanded and empty views included).
+        for name, case in CASES.items():
+            with self.subTest(case=name):
+                spec, inputs, tol = case()
+                moved = [_moved(t, "cpu") for t in inputs]
+                for a, b in zip(moved, inputs):
+                    self.assertNotEqual(a.data_ptr(), b.data_ptr() or -1)
+                    self.assertEqual(a.stride(), b.stride())
+                    self.assertEqual(a, b)
+                _check(self, spec, moved, "cpu", **tol)
 
     def test_unary_float32(self):
         self.run_case("unary_float32")
