@@ -15,8 +15,14 @@ timed on the kernels alone:
   same size measured alike (the practical ceiling);
 * throughput relative to Inductor fusion-only (the FX arm's goal is 90%).
 
+``--host-path`` measures the other end: sin+cos of an 8-element tensor, where
+a call's time is its host path (guards, wrappers, the kernel launch), as the
+mean over 2,000 back-to-back calls per arm.
+
     python benchmarks/fusion/bandwidth.py --device cuda \\
         --json benchmarks/results/bandwidth_h100.json
+    python benchmarks/fusion/bandwidth.py --device cpu --host-path \
+        --arms eager,default,fx_fusion --json benchmarks/results/host_path_cpu.json
 """
 
 from __future__ import annotations
@@ -183,6 +189,57 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def host_path(device: str, arms: list[str], calls: int = 2000) -> dict[str, Any]:
+    """Mean seconds per call of sin+cos on 8 elements, per arm."""
+    import torch
+    from ablation import ARMS, BACKENDS
+
+    x = torch.randn(8, device=device)
+    rows = []
+    for arm in arms:
+        torch._dynamo.reset()
+        model = module_of("sin_cos")
+        switches = ARMS[arm]
+        fn = (
+            model
+            if switches is None
+            else torch.compile(model, backend=BACKENDS.get(arm, "inductor"))
+        )
+        with torch.no_grad(), torch._inductor.config.patch(switches or {}):
+            for _ in range(50):
+                fn(x)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn(x)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            seconds = (time.perf_counter() - start) / calls
+        rows.append({"arm": arm, "us_per_call": seconds * 1e6, "calls": calls})
+        print(json.dumps(rows[-1]), flush=True)
+    return {
+        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "fork": str(getattr(torch.version, "fork", "")),
+        "case": "sin_cos of 8 float32 elements",
+        "command": " ".join(sys.argv),
+        "rows": rows,
+    }
+
+
+def host_path_markdown(result: dict[str, Any]) -> str:
+    lines = [
+        f"Device: {result['device']}, torch {result['torch']}, {result['fork']}; "
+        f"{result['case']}, mean of {result['rows'][0]['calls']} calls.",
+        "",
+        "| arm | us per call |",
+        "|---|---|",
+    ]
+    lines += [f"| {r['arm']} | {r['us_per_call']:.1f} |" for r in result["rows"]]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("cpu", "cuda"), default=None)
@@ -193,6 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write JSON here (and the .md)")
     parser.add_argument(
         "--gpu-lock", help="a lock file shared by processes timing on one GPU"
+    )
+    parser.add_argument(
+        "--host-path",
+        action="store_true",
+        help="time the call path on a tiny tensor instead of the bandwidth",
     )
     args = parser.parse_args(argv)
     import torch
@@ -205,6 +267,14 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
         raise SystemExit(f"unknown arms {unknown}: choose from {', '.join(ARMS)}")
+    if args.host_path:
+        result = host_path(device, arms)
+        table = host_path_markdown(result)
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1) + "\n")
+            args.json.with_suffix(".md").write_text(table)
+        print(table)
+        return 0
     results = [run(device, arms, d, args.gpu_lock) for d in args.dtypes.split(",")]
     result = dict(results[0], rows=[r for res in results for r in res["rows"]])
     table = markdown(result)
