@@ -16,8 +16,8 @@ timed on the kernels alone:
 * throughput relative to Inductor fusion-only (the FX arm's goal is 90%).
 
 ``--host-path`` measures the other end: sin+cos of an 8-element tensor, where
-a call's time is its host path (guards, wrappers, the kernel launch), as the
-mean over 2,000 back-to-back calls per arm.
+a call's time is its host path (guards, wrappers, the kernel launch): the
+median over rounds of back-to-back calls, the arms interleaved.
 
     python benchmarks/fusion/bandwidth.py --device cuda \\
         --json benchmarks/results/bandwidth_h100.json
@@ -32,6 +32,7 @@ import json
 import statistics
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -189,41 +190,64 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def host_path(device: str, arms: list[str], calls: int = 2000) -> dict[str, Any]:
-    """Mean seconds per call of sin+cos on 8 elements, per arm."""
+def _sin_cos(x: Any) -> Any:
+    import torch
+
+    return torch.sin(x) + torch.cos(x)
+
+
+def host_path(
+    device: str, arms: list[str], calls: int = 500, rounds: int = 9
+) -> dict[str, Any]:
+    """Seconds per call of sin+cos on 8 elements, per arm: the median over
+    ``rounds`` rounds of ``calls`` back-to-back calls, arms interleaved within
+    each round so that a busy machine slows all alike."""
     import torch
     from ablation import ARMS, BACKENDS
 
     x = torch.randn(8, device=device)
-    rows = []
+    fns = {}
+    torch._dynamo.reset()
     for arm in arms:
-        torch._dynamo.reset()
-        model = module_of("sin_cos")
+        # A code object of its own per arm: Dynamo caches compiled graphs per
+        # code object, so arms sharing one would share the first arm's graph.
+        code = _sin_cos.__code__.replace(co_name=f"sin_cos_{arm}")
+        fn = types.FunctionType(code, _sin_cos.__globals__)
         switches = ARMS[arm]
-        fn = (
-            model
-            if switches is None
-            else torch.compile(model, backend=BACKENDS.get(arm, "inductor"))
-        )
+        if switches is not None:
+            fn = torch.compile(fn, backend=BACKENDS.get(arm, "inductor"))
         with torch.no_grad(), torch._inductor.config.patch(switches or {}):
             for _ in range(50):
                 fn(x)
-            if device == "cuda":
-                torch.cuda.synchronize()
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn(x)
-            if device == "cuda":
-                torch.cuda.synchronize()
-            seconds = (time.perf_counter() - start) / calls
-        rows.append({"arm": arm, "us_per_call": seconds * 1e6, "calls": calls})
-        print(json.dumps(rows[-1]), flush=True)
+        fns[arm] = fn
+    per_call: dict[str, list[float]] = {arm: [] for arm in arms}
+    with torch.no_grad():
+        for _ in range(rounds):
+            for arm, fn in fns.items():
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                start = time.perf_counter()
+                for _ in range(calls):
+                    fn(x)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                per_call[arm].append((time.perf_counter() - start) / calls)
+    rows = [
+        {
+            "arm": arm,
+            "us_per_call": statistics.median(per_call[arm]) * 1e6,
+            "calls": calls,
+            "rounds": rounds,
+        }
+        for arm in arms
+    ]
     return {
         "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
         "torch": torch.__version__,
         "fork": str(getattr(torch.version, "fork", "")),
         "case": "sin_cos of 8 float32 elements",
         "command": " ".join(sys.argv),
+        "recompiles": dict(torch._dynamo.utils.counters["stats"]),
         "rows": rows,
     }
 
@@ -231,7 +255,8 @@ def host_path(device: str, arms: list[str], calls: int = 2000) -> dict[str, Any]
 def host_path_markdown(result: dict[str, Any]) -> str:
     lines = [
         f"Device: {result['device']}, torch {result['torch']}, {result['fork']}; "
-        f"{result['case']}, mean of {result['rows'][0]['calls']} calls.",
+        f"{result['case']}; median over {result['rows'][0]['rounds']} rounds of "
+        f"{result['rows'][0]['calls']} calls, arms interleaved.",
         "",
         "| arm | us per call |",
         "|---|---|",

@@ -103,6 +103,22 @@ class TestBandwidth(TestCase):
                 self.assertEqual(r["throughput_vs_fusion_only"], 1.0)
             self.assertIn(f"| {r['case']} |", table)
 
+    def test_host_path_compiles_each_arm_apart(self):
+        # Two Inductor arms differ only in config: had they shared a code
+        # object, the second would reuse the first one's graph.
+        import torch._dynamo.utils
+
+        torch._dynamo.utils.counters.clear()
+        result = bandwidth.host_path(
+            "cpu", ["eager", "default", "fusion_only", "fx_fusion"], calls=5, rounds=2
+        )
+        self.assertEqual(result["recompiles"]["unique_graphs"], 3)
+        self.assertEqual(
+            [r["arm"] for r in result["rows"]],
+            ["eager", "default", "fusion_only", "fx_fusion"],
+        )
+        self.assertTrue(all(r["us_per_call"] > 0 for r in result["rows"]))
+
     def test_unknown_arm_is_refused(self):
         with self.assertRaises(SystemExit) as e:
             bandwidth.main(["--device", "cpu", "--arms", "eager,fusion_everything"])
