@@ -592,7 +592,11 @@ class TestFxFusionCodegenCpu(TestCase):
                 spec, inputs, tol = case()
                 moved = [_moved(t, "cpu") for t in inputs]
                 for a, b in zip(moved, inputs):
-                    self.assertNotEqual(a.data_ptr(), b.data_ptr() or -1)
+                    sa, sb = a.untyped_storage(), b.untyped_storage()
+                    self.assertEqual(sa.nbytes(), sb.nbytes())  # all of it
+                    if sb.nbytes():
+                        self.assertNotEqual(sa.data_ptr(), sb.data_ptr())  # a copy
+                    self.assertEqual(a.storage_offset(), b.storage_offset())
                     self.assertEqual(a.stride(), b.stride())
                     self.assertEqual(a, b)
                 _check(self, spec, moved, "cpu", **tol)
