@@ -70,11 +70,33 @@ ARMS: dict[str, dict[str, bool] | None] = {
     "benchmark_fusion": {"benchmark_fusion": True},
     "max_autotune_gemm": {"max_autotune_gemm": True},
     "no_mix_order_reduction": {"triton.mix_order_reduction": False},
+    # The new pass (torch/_inductor/launch_bound_combo.py); ``launch_bound_combo:N``
+    # sets its limit to N MiB (see arm_switches).
+    "launch_bound_combo": {"launch_bound_combo_kernels": True},
 }
 # What a plain run measures: the ablation itself.
 ABLATION_ARMS = ("eager", "no_opt", "no_fusion", "fusion_only", "default", "fx_fusion")
 # Arms compiled by another backend than Inductor.
 BACKENDS = {"fx_fusion": "fx_fusion"}
+
+
+def arm_switches(arm: str) -> dict[str, Any] | None:
+    """The config of an arm; ``launch_bound_combo:N`` is the pass with an N MiB limit."""
+    base, _, mib = arm.partition(":")
+    if base not in ARMS or (mib and base != "launch_bound_combo"):
+        raise KeyError(arm)
+    switches = ARMS[base]
+    if mib:
+        switches = {**switches, "launch_bound_combo_max_bytes": int(float(mib) * 2**20)}
+    return switches
+
+
+def known_arm(arm: str) -> bool:
+    try:
+        arm_switches(arm)
+    except (KeyError, ValueError):
+        return False
+    return True
 
 
 def run_model(
@@ -89,7 +111,7 @@ def run_model(
     """All arms of one model and mode, in this process; timings under
     ``gpu_lock`` when given (see ``measure.exclusive_device``)."""
     import torch
-    from measure import exclusive_device, launches_per_step, matches, step_timer
+    from measure import exclusive_device, kernel_profile, matches, step_timer
     from models import build, compile_config, for_training, loss_of
 
     time_steps = step_timer(device)
@@ -100,7 +122,7 @@ def run_model(
     with torch.no_grad():
         expected = model(*inputs)
     for arm in arms:
-        switches = ARMS[arm]
+        switches = arm_switches(arm)
         torch._dynamo.reset()
         fn = (
             model
@@ -132,14 +154,15 @@ def run_model(
                     torch.cuda.reset_peak_memory_stats()
                 times = time_steps(step, repeats)
                 peak = torch.cuda.max_memory_allocated() if device == "cuda" else None
-                launches = launches_per_step(step, device)
+                profile = kernel_profile(step, device) or {}
         row = {
             "model": name,
             "mode": "training" if train else "inference",
             "arm": arm,
             "median_s": statistics.median(times),
             "repeats": len(times),
-            "launches_per_step": launches,
+            "launches_per_step": profile.get("launches"),
+            "gpu_kernel_s": profile.get("gpu_s"),
             "compile_s": round(compile_s, 2),
             "peak_bytes": peak,
             "max_abs_diff": max_diff,
@@ -167,7 +190,7 @@ def write_report(json_path: Path) -> None:
     ]
     shares = []
     for model, mode in cases:
-        get = {a: keyed.get((model, mode, a)) for a in ARMS}.get
+        get = {a: keyed.get((model, mode, a)) for a in arms}.get
         eager = get("eager")
         cells = [f"{get(a)['median_s'] * 1e3:.3f}" if get(a) else "-" for a in arms]
         speedups = [
@@ -312,7 +335,7 @@ def main() -> int:
         raise SystemExit("--device cuda: no CUDA device here")
     repeats = args.repeats or (50 if device == "cuda" else 10)
     arms = args.arms.split(",")
-    unknown = [a for a in arms if a not in ARMS]
+    unknown = [a for a in arms if not known_arm(a)]
     if unknown:
         raise SystemExit(f"unknown arms {unknown}: choose from {', '.join(ARMS)}")
     if args.child:

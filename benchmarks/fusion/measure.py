@@ -90,6 +90,17 @@ def median_step_s(
 
 def launches_per_step(step: Callable[[], Any], device: str) -> float | None:
     """Kernels launched per step, from torch.profiler (GPU kernels only)."""
+    profile = kernel_profile(step, device)
+    return None if profile is None else profile["launches"]
+
+
+def kernel_profile(step: Callable[[], Any], device: str) -> dict[str, float] | None:
+    """Per step, from torch.profiler (GPU kernels only, memcpy and memset
+    excluded): ``launches`` and ``gpu_s``, the summed kernel durations.
+
+    A step whose wall time is well above ``gpu_s`` is host-bound: the GPU
+    waits for launches, and fewer launches make it faster.
+    """
     if device != "cuda":
         return None
     import torch
@@ -107,7 +118,8 @@ def launches_per_step(step: Callable[[], Any], device: str) -> float | None:
         if e.device_type == DeviceType.CUDA
         and not e.name.startswith(("Memcpy", "Memset"))
     ]
-    return len(kernels) / steps
+    busy_us = sum(e.time_range.elapsed_us() for e in kernels)
+    return {"launches": len(kernels) / steps, "gpu_s": busy_us / steps / 1e6}
 
 
 def max_abs_diff(actual: Any, expected: Any) -> float:

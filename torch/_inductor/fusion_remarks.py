@@ -80,6 +80,8 @@ class Stage(str, enum.Enum):
     CACHE = "cache"
     # The FX fusion arm (torch._inductor.fx_passes.fx_fusion), not Inductor.
     FX_FUSION = "fx_fusion"
+    # The optional launch-bound combo-kernel pass (launch_bound_combo.py).
+    LAUNCH_BOUND_COMBO = "launch_bound_combo"
 
 
 _L, _H, _B, _C, _N, _F, _A = (
@@ -201,6 +203,9 @@ class Reason(str, enum.Enum):
     FX_ITERATION_SPACE_MISMATCH = "fx_iteration_space_mismatch"
     FX_REDUCTION_MISMATCH = "fx_reduction_mismatch"
     FX_VIEW_NOT_FOLDED = "fx_view_not_folded"
+    # The launch-bound combo-kernel pass (launch_bound_combo.py).
+    COMBINED_LAUNCH_BOUND = "combined_launch_bound"
+    COMBO_NOT_LAUNCH_BOUND = "combo_not_launch_bound"
 
     @property
     def category(self) -> Category:
@@ -535,6 +540,14 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     R.FX_VIEW_NOT_FOLDED: (
         _B,
         "the consumer reads the producer through a view (a slice, or a reshape that merges or splits dims) that the FX fusion pass does not fold into a kernel",
+    ),
+    R.COMBINED_LAUNCH_BOUND: (
+        _F,
+        "config.launch_bound_combo_kernels put independent kernels, each predicted to take less GPU time than its launch, in one combo kernel: one launch instead of several",
+    ),
+    R.COMBO_NOT_LAUNCH_BOUND: (
+        _H,
+        "config.launch_bound_combo_kernels kept an independent kernel out of a combo kernel: it moves more bytes than config.launch_bound_combo_max_bytes, so sharing block sizes could cost more than the launch saved",
     ),
 }
 del R
@@ -952,6 +965,16 @@ def record_pattern_matches(pass_name: str, count: int) -> None:
         if key == _compile_key() and remark.args.get("pass") == pass_name:
             remark.args["matches"] = remark.args.get("matches", 0) + count
             return
+
+
+@_guarded
+def record_pass_remark(remark: Remark) -> None:
+    """Keep a remark of an optional scheduler pass for the graph being compiled."""
+    if not is_enabled():
+        return
+    remark.graph = remark.graph or _compile_key()
+    del _pending_fx_remarks[:-_MAX_PENDING_FX_REMARKS]
+    _pending_fx_remarks.append((_compile_key(), remark))
 
 
 def take_fx_pass_remarks() -> list[Remark]:

@@ -1,0 +1,172 @@
+"""The launch-bound combo pass's micro-benchmarks, against stock Inductor and its
+combo-kernel switches.
+
+Cases (independent pointwise branches, fp32, one graph each):
+
+* ``small8``: eight branches of 64-256 K elements (0.5-2 MiB each): every
+  kernel launch-bound, the pattern the pass combines;
+* ``mixed``: six such branches and two of 16 M elements (128 MiB moved each):
+  stock ``combo_kernels`` puts all eight in one combo kernel with shared block
+  sizes; the pass combines only the six small ones.
+
+Arms: ``default``, ``combo_kernels``, ``benchmark_combo_kernel``,
+``launch_bound_combo`` (Inductor config switches, as in ``ablation.py``).
+Per case and arm: ``triton.testing.do_bench`` median of the compiled call,
+kernels launched and summed GPU kernel time per call (``torch.profiler``),
+compile time, bytes moved (inputs read + outputs written), the achieved
+bandwidth of the combo kernels the arm generated (their bytes over their
+profiled time) and whether the result equals eager.
+
+    python benchmarks/fusion/combo_micro.py --json benchmarks/results/combo_micro_h100.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+ARMS = {
+    "default": {},
+    "combo_kernels": {"combo_kernels": True},
+    "benchmark_combo_kernel": {"combo_kernels": True, "benchmark_combo_kernel": True},
+    "launch_bound_combo": {"launch_bound_combo_kernels": True},
+}
+SMALL = [65536, 98304, 131072, 163840, 196608, 229376, 262144, 81920]
+CASES = {
+    "small8": SMALL,
+    "mixed": [*SMALL[:6], 1 << 24, (1 << 24) + 4096],
+}
+
+
+def branches(*xs):
+    # A different pointwise op per branch, as in a network's parallel tails.
+    ops = (
+        lambda x: x.sin() * 2,
+        lambda x: x.cos() + 1,
+        lambda x: torch.relu(x) - 0.5,
+        lambda x: x * x + 3,
+        lambda x: torch.sigmoid(x),
+        lambda x: x.exp() - 1,
+        lambda x: torch.tanh(x) * 0.5,
+        lambda x: x.abs() + x,
+    )
+    return tuple(ops[i % len(ops)](x) for i, x in enumerate(xs))
+
+
+def run_case(case: str, arms: list[str], device: str) -> list[dict]:
+    import triton
+    from measure import kernel_profile
+
+    from torch.autograd import DeviceType
+    from torch.profiler import profile, ProfilerActivity
+
+    torch.manual_seed(0)
+    xs = [torch.randn(n, device=device) for n in CASES[case]]
+    expected = branches(*xs)
+    moved = 2 * sum(x.numel() * x.element_size() for x in xs)
+    rows = []
+    for arm in arms:
+        torch._dynamo.reset()
+        with torch._inductor.config.patch(ARMS[arm]):
+            fn = torch.compile(branches)
+            start = time.perf_counter()
+            out = fn(*xs)
+            torch.cuda.synchronize()
+            compile_s = time.perf_counter() - start
+            same = all(torch.allclose(a, b, atol=1e-5) for a, b in zip(out, expected))
+            ms = triton.testing.do_bench(lambda fn=fn: fn(*xs), return_mode="median")
+            prof = kernel_profile(lambda fn=fn: fn(*xs), device)
+            with profile(activities=[ProfilerActivity.CUDA]) as p:
+                fn(*xs)
+                torch.cuda.synchronize()
+        combo = [
+            e
+            for e in p.events()
+            if e.device_type == DeviceType.CUDA and "triton_for_" in e.name
+        ]
+        combo_us = sum(e.time_range.elapsed_us() for e in combo)
+        row = {
+            "case": case,
+            "arm": arm,
+            "median_us": ms * 1e3,
+            "launches": prof["launches"],
+            "gpu_us": prof["gpu_s"] * 1e6,
+            "compile_s": round(compile_s, 2),
+            "bytes": moved,
+            "combo_kernels": len(combo),
+            "combo_kernel_us": combo_us,
+            "matches_eager": same,
+        }
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def write_markdown(rows: list[dict], path: Path, copy_gbps: float | None) -> str:
+    lines = [
+        "| case | arm | median us | x default | launches | GPU kernel us | combo kernels | GB/s per call | GB/s in kernels | compile s | matches |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for case in dict.fromkeys(r["case"] for r in rows):
+        base = next(r for r in rows if r["case"] == case and r["arm"] == "default")
+        for r in (r for r in rows if r["case"] == case):
+            gbps = r["bytes"] / (r["median_us"] * 1e-6) / 1e9
+            kernel_gbps = r["bytes"] / (r["gpu_us"] * 1e-6) / 1e9
+            lines.append(
+                f"| {case} | {r['arm']} | {r['median_us']:.1f} | "
+                f"{base['median_us'] / r['median_us']:.2f} | {r['launches']:.0f} | "
+                f"{r['gpu_us']:.1f} | {r['combo_kernels']} | {gbps:.0f} | {kernel_gbps:.0f} | "
+                f"{r['compile_s']:.1f} | {r['matches_eager']} |"
+            )
+    if copy_gbps:
+        lines += ["", f"Measured copy bandwidth: {copy_gbps:.0f} GB/s."]
+    text = "\n".join(lines) + "\n"
+    path.write_text(text)
+    return text
+
+
+def copy_bandwidth(device: str) -> float:
+    import triton
+
+    x = torch.empty(1 << 28, dtype=torch.uint8, device=device)
+    y = torch.empty_like(x)
+    ms = triton.testing.do_bench(lambda: y.copy_(x), return_mode="median")
+    return 2 * x.numel() / (ms * 1e-3) / 1e9
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--arms", default=",".join(ARMS))
+    parser.add_argument("--json", required=True)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit(
+            "combo_micro.py needs a CUDA GPU: combo kernels are Triton kernels"
+        )
+    unknown = [a for a in args.arms.split(",") if a not in ARMS] + [
+        c for c in args.cases.split(",") if c not in CASES
+    ]
+    if unknown:
+        raise SystemExit(f"unknown arms or cases: {unknown}")
+    rows = []
+    for case in args.cases.split(","):
+        rows += run_case(case, args.arms.split(","), "cuda")
+    gbps = copy_bandwidth("cuda")
+    out = Path(args.json)
+    out.write_text(json.dumps({"rows": rows, "copy_gbps": gbps}, indent=1))
+    print(write_markdown(rows, out.with_suffix(".md"), gbps))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

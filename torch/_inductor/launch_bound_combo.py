@@ -1,0 +1,194 @@
+"""Launch-bound combo kernels: horizontal fusion decided per kernel by a cost model.
+
+Why: on a GPU, compiled inference and training steps of ordinary models are
+dominated by launches, not bytes.  Between the kernels Inductor generates, the
+most frequent legal-but-unfused boundary is ``no_shared_data``: independent
+kernels (the Q, K and V head reshapes of an attention block, the per-branch
+pointwise tails of a network) that vertical fusion rightly leaves apart,
+because fusing them saves no memory traffic.  What combining them saves is
+launches.  Upstream's ``config.combo_kernels`` does that for every group of
+independent kernels it finds, and its effect on a model set is mixed: the
+kernels it combines share one set of block sizes and one launch grid, which
+suits small kernels and can slow a large one down by more than the launch it
+saves.  ``config.benchmark_combo_kernel`` decides by benchmarking each group
+at compile time, which costs compile time and is noisy exactly for the small
+kernels where combining pays.
+
+This pass decides per kernel, before grouping: a kernel is *launch-bound*
+when the bytes it moves (Inductor's own estimate,
+``BaseSchedulerNode.get_read_write_buffers_sizes``) take the GPU less time
+than a launch costs, i.e. when it moves at most
+``config.launch_bound_combo_max_bytes``.  Only launch-bound kernels are
+combined; each group is a set of mutually independent kernels of one
+topological level (as upstream groups them), at most
+``config.launch_bound_combo_max_nodes`` per group.  The groups go through
+upstream's combo-kernel code generation unchanged
+(``Scheduler.create_combo_kernel_nodes``), so the generated kernels are
+upstream's; what is new is which kernels are put together.
+
+Every decision is a remark (stage ``launch_bound_combo``): ``fused`` with
+``combined_launch_bound`` for each group, ``missed`` with
+``combo_not_launch_bound`` for each kernel the cost model kept apart although
+it had independent partners.  ``TORCH_LOGS=fusion`` and the fusion report
+show both.
+
+The pass applies to Triton devices only: the C++ backend calls its kernels as
+plain functions, with no launch to save.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from . import config, fusion_remarks
+from .fusion_remarks import Kind, Reason, Remark, Stage
+
+
+if TYPE_CHECKING:
+    from .scheduler import BaseSchedulerNode, Scheduler
+
+
+log = logging.getLogger(__name__)
+
+# Devices whose kernels are called, not launched: nothing to combine.
+_NO_LAUNCH_DEVICES = ("cpu", "mps")
+
+
+def enabled() -> bool:
+    return bool(config.launch_bound_combo_kernels)
+
+
+def check_config() -> None:
+    """Fail with the option's name rather than deep inside the scheduler."""
+    for name, lowest in (
+        ("launch_bound_combo_max_bytes", 0),
+        ("launch_bound_combo_max_nodes", 2),
+    ):
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
+            raise ValueError(
+                f"torch._inductor.config.{name} must be an integer >= {lowest}, "
+                f"got {value!r}"
+            )
+
+
+def estimated_bytes(node: BaseSchedulerNode) -> int:
+    """The bytes a kernel reads and writes, as Inductor's scheduler estimates them."""
+    return int(node.get_read_write_buffers_sizes())
+
+
+def is_launch_bound(node: BaseSchedulerNode) -> bool:
+    return estimated_bytes(node) <= config.launch_bound_combo_max_bytes
+
+
+def _candidates(nodes: list[BaseSchedulerNode]) -> list[BaseSchedulerNode]:
+    """Nodes of a launching device that upstream's combo kernels can take."""
+    from .scheduler import ForeachKernelSchedulerNode
+
+    on_gpu = []
+    for node in nodes:
+        device = node.get_device()
+        if device is None or device.type in _NO_LAUNCH_DEVICES:
+            continue
+        on_gpu.append(node)
+    return ForeachKernelSchedulerNode.combinable_nodes(on_gpu)
+
+
+def group_nodes(scheduler: Scheduler) -> list[list[BaseSchedulerNode]]:
+    """Groups of independent launch-bound kernels, each to become one combo kernel.
+
+    Kernels of one topological level do not depend on each other; within a
+    level, launch-bound kernels of one device are chunked in schedule order.
+    Kernels kept apart by the cost model get a ``missed`` remark when they had
+    a launch-bound partner to combine with.
+    """
+    groups: list[list[BaseSchedulerNode]] = []
+    kept_apart: list[tuple[BaseSchedulerNode, int]] = []
+    check_config()
+    max_nodes = config.launch_bound_combo_max_nodes
+    for level in scheduler._topological_sort_nodes():
+        by_device: dict[object, list[BaseSchedulerNode]] = {}
+        for node in _candidates(level):
+            by_device.setdefault(node.get_device(), []).append(node)
+        for nodes in by_device.values():
+            if len(nodes) < 2:
+                continue
+            small = [n for n in nodes if is_launch_bound(n)]
+            if len(small) >= 2:
+                kept_apart.extend(
+                    (n, len(small)) for n in nodes if not is_launch_bound(n)
+                )
+            for start in range(0, len(small), max_nodes):
+                chunk = small[start : start + max_nodes]
+                if len(chunk) >= 2:
+                    groups.append(chunk)
+    _record_remarks(groups, kept_apart)
+    return groups
+
+
+def create_combo_kernels(scheduler: Scheduler) -> None:
+    """Replace each group of :func:`group_nodes` by one combo kernel node."""
+    scheduler.create_combo_kernel_nodes(groups=group_nodes(scheduler))
+
+
+def _record_remarks(
+    groups: list[list[BaseSchedulerNode]],
+    kept_apart: list[tuple[BaseSchedulerNode, int]],
+) -> None:
+    if not fusion_remarks.is_enabled():
+        return
+    limit = config.launch_bound_combo_max_bytes
+    for group in groups:
+        names = tuple(n.get_name() for n in group)
+        sizes = [estimated_bytes(n) for n in group]
+        fusion_remarks.record_pass_remark(
+            Remark(
+                Kind.FUSED,
+                Reason.COMBINED_LAUNCH_BOUND,
+                Stage.LAUNCH_BOUND_COMBO,
+                nodes=names,
+                ops=_origin_names(group),
+                args={
+                    "kernels": len(group),
+                    "bytes": sizes,
+                    "max_bytes": limit,
+                },
+                detail=(
+                    f"{len(group)} independent kernels ({', '.join(names)}), "
+                    f"each moving at most {max(sizes)} bytes (limit {limit}), "
+                    "share one launch"
+                ),
+            )
+        )
+    for node, partners in kept_apart:
+        size = estimated_bytes(node)
+        fusion_remarks.record_pass_remark(
+            Remark(
+                Kind.MISSED,
+                Reason.COMBO_NOT_LAUNCH_BOUND,
+                Stage.LAUNCH_BOUND_COMBO,
+                nodes=(node.get_name(),),
+                ops=_origin_names([node]),
+                args={"bytes": size, "max_bytes": limit, "partners": partners},
+                detail=(
+                    f"{node.get_name()} moves {size} bytes, more than the "
+                    f"launch-bound limit {limit}: kept out of a combo kernel "
+                    f"with {partners} independent launch-bound kernels"
+                ),
+            )
+        )
+
+
+def _origin_names(nodes: list[BaseSchedulerNode]) -> tuple[str, ...]:
+    names: list[str] = []
+    for node in nodes:
+        for sub in node.get_nodes():
+            ir_node = getattr(sub, "node", None)
+            if ir_node is None:
+                continue
+            for origin in ir_node.get_origins():
+                name = getattr(origin, "name", None)
+                if name is not None and name not in names:
+                    names.append(name)
+    return tuple(names)
