@@ -9,8 +9,9 @@ Cases (independent pointwise branches, fp32, one graph each):
   stock ``combo_kernels`` puts all eight in one combo kernel with shared block
   sizes; the pass combines only the six small ones.
 
-Arms: ``default``, ``combo_kernels``, ``benchmark_combo_kernel``,
-``launch_bound_combo`` (Inductor config switches, as in ``ablation.py``).
+Arms: stock ``default``, each of upstream's optional fusion switches that can
+act on independent kernels, and the pass (config switches as in
+``ablation.py``; ``launch_bound_combo:N`` sets the pass's limit to N MiB).
 Per case and arm: ``triton.testing.do_bench`` median of the compiled call,
 kernels launched and summed GPU kernel time per call (``torch.profiler``),
 compile time, bytes moved (inputs read + outputs written), the achieved
@@ -34,12 +35,15 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-ARMS = {
-    "default": {},
-    "combo_kernels": {"combo_kernels": True},
-    "benchmark_combo_kernel": {"combo_kernels": True, "benchmark_combo_kernel": True},
-    "launch_bound_combo": {"launch_bound_combo_kernels": True},
-}
+ARMS = (
+    "default",
+    "combo_kernels",
+    "benchmark_combo_kernel",
+    "aggressive_fusion",
+    "benchmark_fusion",
+    "no_mix_order_reduction",
+    "launch_bound_combo",
+)
 SMALL = [65536, 98304, 131072, 163840, 196608, 229376, 262144, 81920]
 CASES = {
     "small8": SMALL,
@@ -64,6 +68,7 @@ def branches(*xs):
 
 def run_case(case: str, arms: list[str], device: str) -> list[dict]:
     import triton
+    from ablation import arm_switches
     from measure import kernel_profile
 
     from torch.autograd import DeviceType
@@ -76,7 +81,7 @@ def run_case(case: str, arms: list[str], device: str) -> list[dict]:
     rows = []
     for arm in arms:
         torch._dynamo.reset()
-        with torch._inductor.config.patch(ARMS[arm]):
+        with torch._inductor.config.patch(arm_switches(arm)):
             fn = torch.compile(branches)
             start = time.perf_counter()
             out = fn(*xs)
@@ -153,7 +158,9 @@ def main() -> int:
         raise SystemExit(
             "combo_micro.py needs a CUDA GPU: combo kernels are Triton kernels"
         )
-    unknown = [a for a in args.arms.split(",") if a not in ARMS] + [
+    from ablation import known_arm
+
+    unknown = [a for a in args.arms.split(",") if not known_arm(a)] + [
         c for c in args.cases.split(",") if c not in CASES
     ]
     if unknown:
