@@ -1,7 +1,8 @@
 # Owner(s): ["module: inductor"]
 """The benchmark tools around the fusion reports: the GPU lock that lets
 processes compile side by side but time one at a time, the bandwidth
-benchmark, and the side-by-side reports of Inductor and the FX fusion arm.
+benchmark, the side-by-side reports of Inductor and the FX fusion arm, and
+the compile-time cost of the launch-bound combo pass's grouping.
 Real compiles on the CPU; the GPU runs are in benchmarks/results/."""
 
 import json
@@ -20,6 +21,7 @@ BENCHMARKS = REPO / "benchmarks" / "fusion"
 sys.path.insert(0, str(BENCHMARKS))
 
 import bandwidth  # noqa: E402
+import combo_grouping_cost  # noqa: E402
 import fx_compare  # noqa: E402
 import rank_classes  # noqa: E402
 from measure import exclusive_device  # noqa: E402
@@ -212,6 +214,38 @@ class TestRankClasses(TestCase):
             with self.assertRaises(SystemExit) as e:
                 rank_classes.main([tmp])
         self.assertIn("no study.json", str(e.exception))
+
+
+class TestComboGroupingCost(TestCase):
+    def test_grouping_is_timed_on_a_real_compile_and_the_pass_restored(self):
+        from torch._inductor import config, launch_bound_combo
+
+        no_launch = launch_bound_combo._NO_LAUNCH_DEVICES
+        row = combo_grouping_cost.measure("llama_small", "ci", repeats=1)
+        # llama's attention projections and norms give independent small kernels.
+        self.assertGreaterEqual(row["kernels_grouped"], 2)
+        self.assertLessEqual(row["kernels_grouped"], row["scheduler_nodes"])
+        self.assertGreater(row["grouping_ms"], 0.0)
+        self.assertLess(row["grouping_ms"] / 1e3, row["compile_s"])
+        self.assertEqual(launch_bound_combo._NO_LAUNCH_DEVICES, no_launch)
+        self.assertFalse(config.launch_bound_combo_kernels)
+        self.assertIn("| llama_small |", combo_grouping_cost.table([row]))
+
+    def test_an_unwritable_json_path_is_refused_before_compiling(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            blocker = Path(tmp) / "file"
+            blocker.write_text("")
+            result = subprocess.run(
+                [
+                    sys.executable,
+                    str(BENCHMARKS / "combo_grouping_cost.py"),
+                    *("--models", "llama_small", "--json", str(blocker / "x.json")),
+                ],
+                capture_output=True,
+                text=True,
+            )
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("cannot write", result.stderr)
 
 
 if __name__ == "__main__":
