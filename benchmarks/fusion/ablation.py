@@ -296,12 +296,10 @@ def _plot(keyed, cases, arms, png: Path) -> None:
 
 
 def _write(path, device, shapes, repeats, rows, failures) -> None:
-    import torch
+    from measure import provenance
 
     result = {
-        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
-        "torch": torch.__version__,
-        "fork": str(getattr(torch.version, "fork", "")),
+        **provenance(device),
         "shapes": shapes,
         "repeats": repeats,
         "rows": rows,

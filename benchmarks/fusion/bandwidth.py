@@ -100,7 +100,7 @@ def run(
 ) -> dict[str, Any]:
     import torch
     from ablation import ARMS, BACKENDS
-    from measure import exclusive_device, matches
+    from measure import exclusive_device, matches, provenance
 
     dtype = getattr(torch, dtype_name)
     median_s = timer(device)
@@ -156,14 +156,11 @@ def run(
             base["median_s"] / r["median_s"] if base else None
         )
     return {
-        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
-        "torch": torch.__version__,
-        "fork": str(getattr(torch.version, "fork", "")),
+        **provenance(device),
         "timing": "triton.testing.do_bench median"
         if device == "cuda"
         else "perf_counter median of 20",
         "copy_bandwidth_gbs": copy_bandwidth(device, largest) / 1e9,
-        "command": " ".join(sys.argv),
         "rows": rows,
     }
 
@@ -204,6 +201,7 @@ def host_path(
     each round so that a busy machine slows all alike."""
     import torch
     from ablation import ARMS, BACKENDS
+    from measure import provenance
 
     x = torch.randn(8, device=device)
     fns = {}
@@ -242,11 +240,8 @@ def host_path(
         for arm in arms
     ]
     return {
-        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
-        "torch": torch.__version__,
-        "fork": str(getattr(torch.version, "fork", "")),
+        **provenance(device),
         "case": "sin_cos of 8 float32 elements",
-        "command": " ".join(sys.argv),
         "recompiles": dict(torch._dynamo.utils.counters["stats"]),
         "rows": rows,
     }

@@ -122,10 +122,10 @@ def main() -> int:
         rows.append(measure(name, args.shapes, args.repeats))
         print(json.dumps(rows[-1]), flush=True)
     if args.json is not None:
-        import torch
+        from measure import provenance
 
         args.json.write_text(
-            json.dumps({"torch": torch.__version__, "rows": rows}, indent=1) + "\n"
+            json.dumps({**provenance("cpu"), "rows": rows}, indent=1) + "\n"
         )
         args.json.with_suffix(".md").write_text(table(rows) + "\n")
     print(table(rows))

@@ -126,15 +126,6 @@ def write_markdown(rows: list[dict], path: Path, copy_gbps: float | None) -> str
     return text
 
 
-def copy_bandwidth(device: str) -> float:
-    import triton
-
-    x = torch.empty(1 << 28, dtype=torch.uint8, device=device)
-    y = torch.empty_like(x)
-    ms = triton.testing.do_bench(lambda: y.copy_(x), return_mode="median")
-    return 2 * x.numel() / (ms * 1e-3) / 1e9
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", default=",".join(CASES))
@@ -163,9 +154,14 @@ def main() -> int:
     rows = []
     for case in args.cases.split(","):
         rows += run_case(case, args.arms.split(","), "cuda")
-    gbps = copy_bandwidth("cuda")
+    from bandwidth import copy_bandwidth
+    from measure import provenance
+
+    gbps = copy_bandwidth("cuda", 1 << 28) / 1e9
     out = Path(args.json)
-    out.write_text(json.dumps({"rows": rows, "copy_gbps": gbps}, indent=1))
+    out.write_text(
+        json.dumps({**provenance("cuda"), "rows": rows, "copy_gbps": gbps}, indent=1)
+    )
     print(write_markdown(rows, out.with_suffix(".md"), gbps))
     return 0
 

@@ -9,6 +9,7 @@ One method per quantity, so every arm of a comparison is measured alike:
   (memcpy and memset excluded); ``None`` on the CPU, which launches none;
 * agreement with eager: max |difference| against a tolerance scaled by the
   reference's magnitude;
+* provenance: the device, torch, fork revision and command of a result;
 * one timing at a time: processes side by side on one GPU machine compile in
   parallel and take their timings under one file lock (``exclusive_device``).
 """
@@ -24,6 +25,21 @@ from typing import Any, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+
+
+def provenance(device: str) -> dict[str, str]:
+    """Where a result was measured, for the head of every results JSON: the
+    device's name, the torch version, the fork revision and the command."""
+    import sys
+
+    import torch
+
+    return {
+        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "fork": str(getattr(torch.version, "fork", "")),
+        "command": " ".join(sys.argv),
+    }
 
 
 @contextlib.contextmanager

@@ -231,6 +231,30 @@ class TestComboGroupingCost(TestCase):
         self.assertFalse(config.launch_bound_combo_kernels)
         self.assertIn("| llama_small |", combo_grouping_cost.table([row]))
 
+    def test_results_carry_their_provenance(self):
+        import torch
+
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "cost.json"
+            result = subprocess.run(
+                [
+                    sys.executable,
+                    str(BENCHMARKS / "combo_grouping_cost.py"),
+                    *("--models", "llama_small", "--repeats", "1", "--json", str(out)),
+                ],
+                capture_output=True,
+                text=True,
+            )
+            self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+            data = json.loads(out.read_text())
+            table = out.with_suffix(".md").read_text()
+        self.assertEqual(data["device"], "cpu")
+        self.assertEqual(data["torch"], torch.__version__)
+        self.assertEqual(data["fork"], str(getattr(torch.version, "fork", "")))
+        self.assertIn("combo_grouping_cost.py --models llama_small", data["command"])
+        self.assertEqual([r["model"] for r in data["rows"]], ["llama_small"])
+        self.assertIn("| llama_small |", table)
+
     def test_an_unwritable_json_path_is_refused_before_compiling(self):
         with tempfile.TemporaryDirectory() as tmp:
             blocker = Path(tmp) / "file"
