@@ -783,6 +783,16 @@ def _git(cmd: list[str]) -> None:
 # Activation and running
 
 
+def pth_line(overlay: Path) -> str:
+    """The .pth line that puts ``overlay`` first on sys.path, ahead of
+    PYTHONPATH; FUSION_FORK_DISABLE=1 turns it off (stock torch in the same
+    virtualenv, to compare)."""
+    return (
+        "import os, sys; os.environ.get('FUSION_FORK_DISABLE') or "
+        f"sys.path.insert(0, {str(overlay)!r})\n"
+    )
+
+
 def activate(fork: Fork) -> Path:
     """Put the overlay first on sys.path of this virtualenv through a .pth file."""
     if sys.prefix == sys.base_prefix:
@@ -792,11 +802,7 @@ def activate(fork: Fork) -> Path:
         )
     site = Path(sysconfig.get_paths()["purelib"])
     pth = site / PTH_NAME
-    # FUSION_FORK_DISABLE=1 runs stock torch in the same virtualenv (to compare).
-    line = (
-        "import os, sys; os.environ.get('FUSION_FORK_DISABLE') or "
-        f"sys.path.insert(0, {str(fork.overlay)!r})\n"
-    )
+    line = pth_line(fork.overlay)
     if not pth.exists() or pth.read_text() != line:
         pth.write_text(line)
     return pth
@@ -810,6 +816,9 @@ def run_under_overlay(fork: Fork, command: list[str]) -> int:
     )
     # Benchmarks comparing against stock torch drop this entry from PYTHONPATH.
     env["FUSION_FORK_OVERLAY"] = str(fork.overlay)
+    # A virtualenv's activated overlay (.pth, see `activate`) would come before
+    # PYTHONPATH and shadow the overlay just built, perhaps an older one.
+    env["FUSION_FORK_DISABLE"] = "1"
     print(
         f"fork: overlay {fork.overlay} (torch {REQUIRED_TORCH} at {fork.pristine}, "
         f"revision {git_revision(fork.repo)})",

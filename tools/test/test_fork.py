@@ -137,6 +137,22 @@ class TestBuild(FakeForkTestCase):
             ["fork", "1", str(self.overlay / "torch" / "__init__.py")],
         )
 
+    def test_run_is_not_shadowed_by_an_activated_overlay(self) -> None:
+        # A virtualenv's .pth (``activate``) puts its overlay before PYTHONPATH;
+        # `run` must still run the overlay it built.
+        stale = Path(self._tmp.name) / "stale"
+        write(stale / "torch" / "__init__.py", "def hook():\n    return 'stale'\n")
+        answer = Path(self._tmp.name) / "answer"
+        probe = (
+            fork.pth_line(stale).strip()
+            + "; import torch; open(sys.argv[1], 'w').write(torch.hook())"
+        )
+        code, out = self.cli(
+            "run", "--", sys.executable, "-S", "-c", probe, str(answer)
+        )
+        self.assertEqual(code, 0, out)
+        self.assertEqual(answer.read_text(), "fork")
+
     def test_rebuild_is_idempotent(self) -> None:
         self.assertEqual(self.cli("build")[0], 0)
         manifest = self.overlay / ".fork" / "manifest.json"
