@@ -46,7 +46,7 @@ from torch._guards import CompileContext
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
-    from .scheduler import BaseSchedulerNode, Scheduler, WhyNoFuse
+    from ..scheduler import BaseSchedulerNode, Scheduler, WhyNoFuse
 
 
 log = logging.getLogger(__name__)
@@ -743,7 +743,7 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def current_recorder(create: bool = True) -> GraphRecorder | None:
-    from .virtualized import V
+    from ..virtualized import V
 
     if not V.graph:  # no graph being compiled (e.g. a unit test of a helper)
         return None
@@ -765,7 +765,7 @@ def producer_identity() -> str:
 
 def graph_label() -> str:
     """The compile id, plus which AOT graph (forward/backward) is being compiled."""
-    from .virtualized import V
+    from ..virtualized import V
 
     compile_id = CompileContext.current_compile_id()
     label = str(compile_id) if compile_id is not None else "<no compile id>"
@@ -797,7 +797,7 @@ _FORWARDING = frozenset({"realize", "realize_hint", "mark_reuse", "wrapper"})
 
 def _classify_realize(buffer: Any, frame: Any) -> tuple[Reason, str]:
     """Name the lowering rule that realized ``buffer`` from the calling frames."""
-    from . import config, ir
+    from .. import config, ir
 
     names: list[str] = []
     site = ""
@@ -1108,7 +1108,7 @@ def _watch_scheduler(scheduler: Scheduler, recorder: GraphRecorder) -> None:
 
 def _watch_backend(backend: Any, recorder: GraphRecorder, nested: bool = False) -> None:
     """Wrap a backend's fusion checks and codegen entry points (on the instance)."""
-    from .scheduler import BaseScheduling
+    from ..scheduler import BaseScheduling
 
     if not nested:
         for method in ("can_fuse_vertical", "can_fuse_horizontal"):
@@ -1147,7 +1147,7 @@ def _watched_codegen(
     original: Callable[..., Any], recorder: GraphRecorder
 ) -> Callable[..., Any]:
     """Count the kernels Inductor's metric counts for each final scheduler node."""
-    from . import metrics
+    from .. import metrics
 
     def watched(node: Any, *args: Any, **kwargs: Any) -> Any:
         before = metrics.generated_kernel_count
@@ -1269,7 +1269,7 @@ def _rejection_reason(
 
 
 def _refine_why_no_fuse(code: Reason, node1: Any, node2: Any) -> Reason:
-    from . import config
+    from .. import config
 
     if code is Reason.EPILOGUE_DISABLED:
         if node2.has_aliasing_or_mutation():
@@ -1285,7 +1285,7 @@ def _cpp_reason(
     node1: Any, node2: Any, check: str
 ) -> tuple[Reason, str, dict[str, Any]]:
     """Say which of the C++ backend's silent rules rejected the pair."""
-    from . import config
+    from .. import config
 
     def ranges(node: Any) -> str:
         try:
@@ -1318,7 +1318,7 @@ def _cpp_reason(
 @contextlib.contextmanager
 def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
     """Wraps ``Scheduler.codegen``; on success, analyse and publish the graph."""
-    from . import metrics
+    from .. import metrics
 
     before = metrics.generated_kernel_count
     yield
@@ -1328,7 +1328,7 @@ def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
         recorder = current_recorder(create=False)
         if recorder is None or not recorder.base_nodes:
             return
-        from . import fusion_analysis, fusion_report
+        from .. import fusion_analysis, fusion_report
 
         report = fusion_analysis.analyze_graph(scheduler, recorder, graph_label())
         # Inductor's metric also counts kernels made while autotuning during
@@ -1344,7 +1344,7 @@ def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
 
 def held_off_remarks(report: dict[str, Any]) -> list[Remark]:
     """One ``config`` remark per option an ablation switch held off."""
-    from . import fusion_ablation
+    from .. import fusion_ablation
 
     return [
         Remark(
@@ -1388,7 +1388,7 @@ def replay_cached_report(compiled: Any) -> None:
         return
     import copy
 
-    from . import fusion_report
+    from .. import fusion_report
 
     compile_id = CompileContext.current_compile_id()
     label = str(compile_id) if compile_id is not None else "<no compile id>"

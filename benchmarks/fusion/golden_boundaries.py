@@ -1,0 +1,189 @@
+"""Golden comparison of fusion remarks: what every boundary's reason is, before and after a change.
+
+``record`` compiles the default model set (CI shapes, inference and training
+steps) and the rule programs of ``test/inductor/fusion_rule_programs.py`` on the
+CPU under ``fusion_report.capture()`` and writes, per case and graph, every
+boundary as ``(producer, consumer, relation, reason)``, every lowering remark
+as ``(buffer, reason)`` and the kernels as op lists.  ``compare`` diffs two
+such files and lists every difference one by one, so that a restructuring of
+the instrumentation can show that nothing was lost::
+
+    # on the revision before the change (a clone, so that edits do not leak in)
+    python tools/fork.py run -- python benchmarks/fusion/golden_boundaries.py \\
+        record --out /tmp/before.json
+    # on the revision after it
+    python tools/fork.py run -- python benchmarks/fusion/golden_boundaries.py \\
+        record --out /tmp/after.json
+    python benchmarks/fusion/golden_boundaries.py compare /tmp/before.json \\
+        /tmp/after.json --explain benchmarks/results/golden_explained.json
+
+``--explain`` names a JSON file ``{difference key: why the new reason is the
+right one}``; ``compare`` exits 1 while any difference is unexplained.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "test" / "inductor"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _graph_record(graph: dict[str, Any]) -> dict[str, Any]:
+    kernels = sorted(
+        " ".join(sorted(op for op in k["ops"])) for k in graph["kernels"] if k["ops"]
+    )
+    boundaries = sorted(
+        f"{b['producer']} {'->' if b['relation'] == 'dependency' else '||'} "
+        f"{b['consumer']}: {b['reason']}"
+        for b in graph["boundaries"]
+    )
+    realized = sorted(
+        f"{r['buffers'][0]}: {r['reason']}"
+        for r in graph["remarks"]
+        if r["stage"] == "lowering" and r["kind"] == "analysis" and r["buffers"]
+    )
+    return {"kernels": kernels, "boundaries": boundaries, "realized": realized}
+
+
+def _capture(fn: Any, args: tuple[Any, ...], train: bool) -> dict[str, Any]:
+    import torch
+    from torch._inductor import fusion_report
+
+    torch._dynamo.reset()
+    with fusion_report.capture() as rep:
+        out = torch.compile(fn)(*args)
+        if train:
+            from models import loss_of
+
+            loss_of(out).backward()
+    return {g["compile_id"]: _graph_record(g) for g in rep.to_json()["graphs"]}
+
+
+def record_models(steps: list[str]) -> dict[str, Any]:
+    import torch
+    from models import build, compile_config, for_training, MODELS
+
+    out: dict[str, Any] = {}
+    for name in MODELS:
+        for step in steps:
+            model, inputs = build(name, "cpu", "ci")
+            train = step == "training"
+            if train:
+                inputs = for_training(model, inputs)
+            start = time.perf_counter()
+            with compile_config(name), torch.set_grad_enabled(train):
+                out[f"{name}-{step}"] = _capture(model, inputs, train)
+            print(f"{name}-{step}: {time.perf_counter() - start:.1f} s", flush=True)
+    return out
+
+
+def record_programs() -> dict[str, Any]:
+    import torch
+
+    try:
+        from fusion_rule_programs import PROGRAMS
+    except ImportError:
+        return {}
+    out: dict[str, Any] = {}
+    for program in PROGRAMS:
+        if not getattr(program, "cpu", True):
+            continue
+        for arm, patch in program.arms().items():
+            torch.manual_seed(0)
+            with torch._inductor.config.patch(patch):
+                out[f"program:{program.name}:{arm}"] = _capture(
+                    program.fn, program.inputs(), False
+                )
+    return out
+
+
+def record(args: argparse.Namespace) -> int:
+    import torch
+
+    data: dict[str, Any] = {
+        "torch": torch.__version__,
+        "fork": str(getattr(torch.version, "fork", "")),
+        "cases": {},
+    }
+    if not args.programs_only:
+        data["cases"].update(record_models(args.steps.split(",")))
+    data["cases"].update(record_programs())
+    Path(args.out).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {args.out}: {len(data['cases'])} cases")
+    return 0
+
+
+def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """One line per item present on one side only, keyed by case, graph and field."""
+    out: list[str] = []
+    cases = sorted(set(before["cases"]) | set(after["cases"]))
+    for case in cases:
+        b, a = before["cases"].get(case), after["cases"].get(case)
+        if b is None or a is None:
+            out.append(f"{case}: only {'after' if b is None else 'before'}")
+            continue
+        for graph in sorted(set(b) | set(a)):
+            gb, ga = b.get(graph), a.get(graph)
+            if gb is None or ga is None:
+                out.append(f"{case} {graph}: only {'after' if gb is None else 'before'}")
+                continue
+            for field in ("kernels", "boundaries", "realized"):
+                old, new = set(gb[field]), set(ga[field])
+                out.extend(f"{case} {graph} {field} - {x}" for x in sorted(old - new))
+                out.extend(f"{case} {graph} {field} + {x}" for x in sorted(new - old))
+    return out
+
+
+def compare(args: argparse.Namespace) -> int:
+    before = json.loads(Path(args.before).read_text())
+    after = json.loads(Path(args.after).read_text())
+    explained: dict[str, str] = {}
+    if args.explain:
+        explained = json.loads(Path(args.explain).read_text())
+    diffs = differences(before, after)
+    unexplained = [d for d in diffs if not any(d.startswith(k) for k in explained)]
+    n_bound = sum(
+        len(g["boundaries"]) for c in before["cases"].values() for g in c.values()
+    )
+    n_real = sum(
+        len(g["realized"]) for c in before["cases"].values() for g in c.values()
+    )
+    print(
+        f"{len(before['cases'])} cases, {n_bound} boundaries and {n_real} "
+        f"realized buffers before; {len(diffs)} differences, "
+        f"{len(diffs) - len(unexplained)} explained"
+    )
+    for d in diffs:
+        why = next((v for k, v in explained.items() if d.startswith(k)), None)
+        print(f"  {d}" + (f"\n      because: {why}" if why else "  [UNEXPLAINED]"))
+    return 1 if unexplained else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="compile every case and write the golden file")
+    rec.add_argument("--out", required=True)
+    rec.add_argument("--steps", default="inference,training")
+    rec.add_argument("--programs-only", action="store_true")
+    cmp = sub.add_parser("compare", help="list the differences between two files")
+    cmp.add_argument("before")
+    cmp.add_argument("after")
+    cmp.add_argument("--explain", help="JSON {difference prefix: why}")
+    args = parser.parse_args()
+    return record(args) if args.command == "record" else compare(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
