@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate the tables in the fusion docs from the code that defines them.
 
-* the reason taxonomy (``torch._inductor.fusion_remarks.REASON_INFO``) in
+* the reason taxonomy (``torch._inductor.fusion_remarks.taxonomy.REASON_INFO``) in
   ``docs/source/torch.compiler_fusion_remarks.md``;
 * the ablation switches' options (``torch._inductor.fusion_ablation``) in
   ``docs/source/torch.compiler_fusion_ablation.md``.
@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from torch._inductor import fusion_ablation
-from torch._inductor.fusion_remarks import REASON_INFO
+from torch._inductor.fusion_remarks.taxonomy import REASON_INFO
 
 
 DOCS = Path(__file__).resolve().parent.parent / "docs/source"

@@ -31,7 +31,8 @@ from models import build, compile_config
 
 
 def measure(name: str, device: str, mode: str, shapes: str) -> dict[str, Any]:
-    from torch._inductor import fusion_analysis, fusion_report, metrics
+    from torch._inductor import fusion_report, metrics
+    from torch._inductor.fusion_remarks import analysis as fusion_analysis
 
     torch.manual_seed(0)
     model, inputs = build(name, device, shapes)

@@ -41,7 +41,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 def _graph_record(graph: dict[str, Any]) -> dict[str, Any]:
     kernels = sorted(
-        " ".join(sorted(op for op in k["ops"])) for k in graph["kernels"] if k["ops"]
+        f"{' '.join(sorted(k['ops']))} [{k['kind']}, {k['generated_kernels']} "
+        f"generated, in {k.get('function') or '-'}]"
+        for k in graph["kernels"]
     )
     boundaries = sorted(
         f"{b['producer']} {'->' if b['relation'] == 'dependency' else '||'} "
@@ -70,12 +72,12 @@ def _capture(fn: Any, args: tuple[Any, ...], train: bool) -> dict[str, Any]:
     return {g["compile_id"]: _graph_record(g) for g in rep.to_json()["graphs"]}
 
 
-def record_models(steps: list[str]) -> dict[str, Any]:
+def record_models(steps: list[str], only: list[str] | None = None) -> dict[str, Any]:
     import torch
     from models import build, compile_config, for_training, MODELS
 
     out: dict[str, Any] = {}
-    for name in MODELS:
+    for name in only or MODELS:
         for step in steps:
             model, inputs = build(name, "cpu", "ci")
             train = step == "training"
@@ -89,23 +91,48 @@ def record_models(steps: list[str]) -> dict[str, Any]:
 
 
 def record_programs() -> dict[str, Any]:
-    import torch
-
+    """Every CPU rule program of ``fusion_rule_programs.RULES``, under its
+    firing patch and (where it has one) its counterfactual patch."""
     try:
-        from fusion_rule_programs import PROGRAMS
+        from fusion_rule_programs import RULES
     except ImportError:
         return {}
     out: dict[str, Any] = {}
-    for program in PROGRAMS:
-        if not getattr(program, "cpu", True):
+    for i, rule in enumerate(RULES):
+        if not rule.cpu or rule.fn is None:
             continue
-        for arm, patch in program.arms().items():
-            torch.manual_seed(0)
-            with torch._inductor.config.patch(patch):
-                out[f"program:{program.name}:{arm}"] = _capture(
-                    program.fn, program.inputs(), False
-                )
+        arms = {"fires": rule.patch}
+        if rule.counterfactual is not None:
+            arms["counterfactual"] = rule.counterfactual
+        for arm, patch in arms.items():
+            key = f"rule{i}:{rule.code}:{arm}"
+            try:
+                out[key] = _record_rule(rule, patch)
+            except Exception as e:  # a failing program is a difference too
+                out[key] = {
+                    "error": {
+                        "kernels": [],
+                        "boundaries": [],
+                        "realized": [f"{type(e).__name__}"],
+                    }
+                }
     return out
+
+
+def _record_rule(rule: Any, patch: dict[str, Any]) -> dict[str, Any]:
+    import contextlib
+
+    import torch
+    from torch._inductor import fusion_report
+
+    with contextlib.ExitStack() as stack:
+        if rule.setup is not None:
+            stack.enter_context(rule.setup())
+        stack.enter_context(torch._inductor.config.patch(patch))
+        torch._dynamo.reset()
+        with fusion_report.capture() as rep:
+            torch.compile(rule.fn, **rule.compile_kwargs)(*rule.inputs())
+    return {g["compile_id"]: _graph_record(g) for g in rep.to_json()["graphs"]}
 
 
 def record(args: argparse.Namespace) -> int:
@@ -117,8 +144,10 @@ def record(args: argparse.Namespace) -> int:
         "cases": {},
     }
     if not args.programs_only:
-        data["cases"].update(record_models(args.steps.split(",")))
-    data["cases"].update(record_programs())
+        only = args.models.split(",") if args.models else None
+        data["cases"].update(record_models(args.steps.split(","), only))
+    if not args.no_programs:
+        data["cases"].update(record_programs())
     Path(args.out).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(f"wrote {args.out}: {len(data['cases'])} cases")
     return 0
@@ -136,7 +165,9 @@ def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
         for graph in sorted(set(b) | set(a)):
             gb, ga = b.get(graph), a.get(graph)
             if gb is None or ga is None:
-                out.append(f"{case} {graph}: only {'after' if gb is None else 'before'}")
+                out.append(
+                    f"{case} {graph}: only {'after' if gb is None else 'before'}"
+                )
                 continue
             for field in ("kernels", "boundaries", "realized"):
                 old, new = set(gb[field]), set(ga[field])
@@ -145,9 +176,19 @@ def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     return out
 
 
+def _load(paths: str) -> dict[str, Any]:
+    """One golden file, or several (comma-separated) merged case by case."""
+    merged: dict[str, Any] = {"cases": {}}
+    for path in paths.split(","):
+        data = json.loads(Path(path).read_text())
+        merged["cases"].update(data["cases"])
+        merged.setdefault("torch", data.get("torch"))
+    return merged
+
+
 def compare(args: argparse.Namespace) -> int:
-    before = json.loads(Path(args.before).read_text())
-    after = json.loads(Path(args.after).read_text())
+    before = _load(args.before)
+    after = _load(args.after)
     explained: dict[str, str] = {}
     if args.explain:
         explained = json.loads(Path(args.explain).read_text())
@@ -177,6 +218,8 @@ def main() -> int:
     rec.add_argument("--out", required=True)
     rec.add_argument("--steps", default="inference,training")
     rec.add_argument("--programs-only", action="store_true")
+    rec.add_argument("--no-programs", action="store_true")
+    rec.add_argument("--models", help="comma-separated subset of the model set")
     cmp = sub.add_parser("compare", help="list the differences between two files")
     cmp.add_argument("before")
     cmp.add_argument("after")

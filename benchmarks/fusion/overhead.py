@@ -76,10 +76,17 @@ def child(model: str, device: str, arm: str) -> None:
 
 # Every function the fork's patches call from upstream code, by module.
 HOOKS = {
-    "fusion_remarks": (
+    "fusion_hooks": (
         "record_realize",
-        "record_why_no_fuse",
+        "realize_rule",
+        "why_no_fuse",
+        "evaluate_pair",
+        "evaluate_speedup",
+        "checked",
+        "heuristic_applies",
         "begin_fusion",
+        "generating",
+        "kernel_defined",
         "fx_pass_enter",
         "fx_pass_exit",
         "record_pattern_matches",
@@ -100,15 +107,15 @@ def hook_cost(model: str, device: str) -> dict[str, object]:
     import timeit
 
     import torch
-    from torch._inductor import fusion_remarks
+    from torch._inductor.fusion_remarks import hooks as fusion_hooks, recorder
 
     sys.path.insert(0, str(HERE))
     from models import build
 
     from torch._inductor import fusion_ablation
 
-    modules = {"fusion_remarks": fusion_remarks, "fusion_ablation": fusion_ablation}
-    assert not fusion_remarks.is_enabled(), "remarks must be off for this bound"
+    modules = {"fusion_hooks": fusion_hooks, "fusion_ablation": fusion_ablation}
+    assert not recorder.is_enabled(), "remarks must be off for this bound"
     hooks = [(modules[m], name) for m, names in HOOKS.items() for name in names]
     calls = {name: 0 for _, name in hooks}
     originals = {name: getattr(module, name) for module, name in hooks}
@@ -137,18 +144,34 @@ def hook_cost(model: str, device: str) -> dict[str, object]:
     class Graph:  # a GraphLowering without a recorder
         pass
 
+    from torch._inductor.fusion_remarks.taxonomy import Reason
+
+    code = Reason.DEP_MISMATCH
+
+    def decide():
+        return True
+
     gm = torch.fx.symbolic_trace(torch.nn.Identity())
     added = torch.fx.symbolic_trace(lambda x: x + 1)
     node = next(n for n in added.graph.nodes if n.op == "call_function")
     samples = {
-        "record_realize": lambda: fusion_remarks.record_realize(None),
-        "record_why_no_fuse": lambda: fusion_remarks.record_why_no_fuse(None),
-        "begin_fusion": lambda: fusion_remarks.begin_fusion(Node()),
-        "fx_pass_enter": lambda: fusion_remarks.fx_pass_enter(gm, "p"),
-        "fx_pass_exit": lambda: fusion_remarks.fx_pass_exit(None, gm),
-        "record_pattern_matches": lambda: fusion_remarks.record_pattern_matches("p", 1),
-        "watch_codegen": lambda: fusion_remarks.watch_codegen(None).__enter__(),
-        "report_for_cache": lambda: fusion_remarks.report_for_cache(Graph()),
+        "record_realize": lambda: fusion_hooks.record_realize(None),
+        "realize_rule": lambda: fusion_hooks.realize_rule(code).__enter__(),
+        "why_no_fuse": lambda: fusion_hooks.why_no_fuse(None, code),
+        "evaluate_pair": lambda: fusion_hooks.evaluate_pair(None, None, None, decide),
+        "evaluate_speedup": lambda: fusion_hooks.evaluate_speedup(
+            None, None, None, decide
+        ),
+        "checked": lambda: fusion_hooks.checked(True, None, None, code, "c"),
+        "heuristic_applies": lambda: fusion_hooks.heuristic_applies(code),
+        "begin_fusion": lambda: fusion_hooks.begin_fusion(Node()),
+        "generating": lambda: fusion_hooks.generating(None),
+        "kernel_defined": lambda: fusion_hooks.kernel_defined("k", ()),
+        "fx_pass_enter": lambda: fusion_hooks.fx_pass_enter(gm, "p"),
+        "fx_pass_exit": lambda: fusion_hooks.fx_pass_exit(None, gm),
+        "record_pattern_matches": lambda: fusion_hooks.record_pattern_matches("p", 1),
+        "watch_codegen": lambda: fusion_hooks.watch_codegen(None).__enter__(),
+        "report_for_cache": lambda: fusion_hooks.report_for_cache(Graph()),
         "pending": fusion_ablation.pending,
         "realize_alone": lambda: fusion_ablation.realize_alone(None, node),
         "fusion_disabled": fusion_ablation.fusion_disabled,

@@ -216,7 +216,7 @@ def _check_fusible(
     autotune_convs: bool,
 ) -> dict[str, Any]:
     """Force up to ``limit`` heuristic boundaries (the costliest first)."""
-    from torch._inductor import fusion_check
+    from torch._inductor.fusion_remarks import check as fusion_check
 
     checked = fusion_check.check_fusible(
         model,
@@ -266,7 +266,7 @@ def summarize(data: dict[str, Any]) -> dict[str, Any]:
     kernels = [k for g in graphs for k in g["kernels"]]
     unfused = sum(_unfused_ops(g) for g in graphs)
     extern = sum(k["kind"] in ("extern", "fallback") for k in kernels)
-    from torch._inductor.fusion_analysis import coverage_violations
+    from torch._inductor.fusion_remarks.analysis import coverage_violations
 
     return {
         "graphs": len(graphs),
@@ -686,13 +686,13 @@ def write_outputs(
     (out / "summary.md").write_text(markdown(settings, rows, suite))
     (out / "index.html").write_text(index_html(settings, rows, suite))
     if pages:
-        from torch._inductor import fusion_html
+        from torch._inductor.fusion_remarks.render import html as render_html
 
         (out / "cases").mkdir(exist_ok=True)
         for r in rows:
             capture = out / "captures" / f"{r['case']}.json"
             if r.get("status") == "ok" and capture.exists():
-                fusion_html.save_html(
+                render_html.save_html(
                     json.loads(capture.read_text()), out / "cases" / f"{r['case']}.html"
                 )
     return study
@@ -822,7 +822,7 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=0,
         metavar="N",
-        help="force up to N heuristic boundaries per case (see fusion_check)",
+        help="force up to N heuristic boundaries per case (see torch._inductor.fusion_remarks.check)",
     )
     parser.add_argument(
         "--autotune-convs",

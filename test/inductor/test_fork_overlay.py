@@ -12,7 +12,10 @@ import re
 
 import torch
 import torch._dynamo
-from torch._inductor import fusion_remarks
+from torch._inductor.fusion_remarks import (
+    hooks as fusion_hooks,
+    recorder as fusion_recorder,
+)
 from torch.testing._internal.common_utils import run_tests
 from torch.testing._internal.inductor_utils import GPU_TYPE, HAS_GPU
 from torch.testing._internal.logging_utils import LoggingTestCase, make_logging_test
@@ -45,12 +48,12 @@ class TestForkOverlay(LoggingTestCase):
             f"torch imported from {torch.__file__}, not the overlay {fork.overlay}",
         )
         self.assertIn("torch/_inductor/scheduler.py", fork.patches)
-        self.assertIn("torch/_inductor/fusion_remarks.py", fork.new_files)
+        self.assertIn("torch/_inductor/fusion_remarks/hooks.py", fork.new_files)
         # The scheduler that runs is the patched copy, not the installed file.
         scheduler_file = torch._inductor.scheduler.__file__
         self.assertFalse(os.path.islink(scheduler_file))
         with open(scheduler_file) as f:
-            hooked = "fusion_remarks.begin_fusion(self)" in f.read()
+            hooked = "fusion_hooks.begin_fusion(self)" in f.read()
         self.assertTrue(hooked, f"{scheduler_file} does not call the fusion hook")
         if os.environ.get("FORK_REVISION"):
             # A tree copied without usable git refs (the GPU machine's copy)
@@ -74,32 +77,32 @@ fusion remarks for graph 1/0 by torch 2.11.0 fusion-fork <revision> (sources <di
     def test_hook_does_nothing_when_fusion_logging_is_off(self) -> None:
         torch._logging.set_logs()
         calls = []
-        original = fusion_remarks.producer_identity
-        fusion_remarks.producer_identity = lambda: calls.append(1) or original()
-        self.addCleanup(setattr, fusion_remarks, "producer_identity", original)
-        fusion_remarks.log_graph_header([])
+        original = fusion_recorder.producer_identity
+        fusion_recorder.producer_identity = lambda: calls.append(1) or original()
+        self.addCleanup(setattr, fusion_recorder, "producer_identity", original)
+        fusion_hooks.log_graph_header([])
         self.assertEqual(calls, [])
         torch._logging.set_logs(fusion=True)
         self.addCleanup(torch._logging.set_logs)
-        fusion_remarks.log_graph_header([])
+        fusion_hooks.log_graph_header([])
         self.assertEqual(calls, [1])
 
     def test_instrumentation_error_does_not_fail_compile(self) -> None:
         # Inject a fault into the hook: the compile goes on, one warning says so.
         torch._logging.set_logs(fusion=True)
         self.addCleanup(torch._logging.set_logs)
-        self.addCleanup(setattr, fusion_remarks, "_reported_failure", False)
+        self.addCleanup(setattr, fusion_recorder, "_reported_failure", False)
 
         def broken() -> str:
             raise RuntimeError("injected fault")
 
-        original = fusion_remarks.producer_identity
-        fusion_remarks.producer_identity = broken
-        self.addCleanup(setattr, fusion_remarks, "producer_identity", original)
+        original = fusion_recorder.producer_identity
+        fusion_recorder.producer_identity = broken
+        self.addCleanup(setattr, fusion_recorder, "producer_identity", original)
         torch._dynamo.reset()
         with (
             torch._inductor.config.patch(fx_graph_cache=False),
-            self.assertLogs(fusion_remarks.log, level="WARNING") as captured,
+            self.assertLogs(fusion_recorder.log, level="WARNING") as captured,
         ):
             x = torch.randn(16)
             compiled = torch.compile(lambda t: torch.sin(t) * 3)

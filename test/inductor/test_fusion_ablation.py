@@ -20,7 +20,8 @@ import unittest
 
 import torch
 import torch._dynamo
-from torch._inductor import fusion_ablation, fusion_analysis, fusion_report, metrics
+from torch._inductor import fusion_ablation, fusion_report, metrics
+from torch._inductor.fusion_remarks import analysis as fusion_analysis
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
 from torch.testing._internal.common_device_type import (

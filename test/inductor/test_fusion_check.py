@@ -18,8 +18,13 @@ from unittest import mock
 
 import torch
 import torch._dynamo
-from torch._inductor import config, fusion_check, fusion_remarks, fusion_report
-from torch._inductor.fusion_remarks import Category, Reason
+from torch._inductor import config, fusion_report
+from torch._inductor.fusion_remarks import (
+    check as fusion_check,
+    recorder as fusion_recorder,
+)
+from torch._inductor.fusion_remarks.check import harness as fusion_check_harness
+from torch._inductor.fusion_remarks.taxonomy import Category, Reason
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
 
@@ -157,7 +162,7 @@ class FusionCheckTest(TestCase):
             },
             graph["evaluated_pairs"],
         )
-        self.assertIsNone(fusion_remarks._forcing)
+        self.assertIsNone(fusion_recorder.forcing)
 
     def test_max_fusion_size_is_bypassed(self):
         options = {"options": {"max_fusion_size": 1}}
@@ -183,14 +188,14 @@ class FusionCheckTest(TestCase):
             [g["compile_id"] for g in data["graphs"]], ["0/0", "0/0 backward"]
         )
         (boundary,) = heuristic_boundaries(data)
-        real_compare = fusion_check._compare
+        real_compare = fusion_check_harness._compare
         compared = []
 
         def compare(actual, expected, stock):
             compared.append(len(expected))
             return real_compare(actual, expected, stock)
 
-        with mock.patch.object(fusion_check, "_compare", compare):
+        with mock.patch.object(fusion_check_harness, "_compare", compare):
             (check,) = fusion_check.check_fusible(
                 model, (x,), data, training=True, repeats=3
             )
@@ -257,7 +262,9 @@ class FusionCheckTest(TestCase):
     def test_wrong_forced_result_is_not_fusible(self):
         data = halves_data()
         (boundary,) = heuristic_boundaries(data)
-        with mock.patch.object(fusion_check, "_compare", return_value=(False, 1.0)):
+        with mock.patch.object(
+            fusion_check_harness, "_compare", return_value=(False, 1.0)
+        ):
             (check,) = fusion_check.check_fusible(halves, inputs(), data, repeats=3)
         self.assertTrue(check["forced"])
         self.assertFalse(check["correct"])
@@ -311,7 +318,7 @@ class FusionCheckTest(TestCase):
             with self.assertRaisesRegex(ValueError, "cannot be forced"):
                 with fusion_check.force_fusion("0/0", ["op0"], ["op1"], reason):
                     pass
-        self.assertIsNone(fusion_remarks._forcing)
+        self.assertIsNone(fusion_recorder.forcing)
 
     def test_bypasses_are_heuristics(self):
         for code in fusion_check.BYPASSES:
@@ -319,7 +326,7 @@ class FusionCheckTest(TestCase):
 
     def test_compare_tolerances(self):
         e = torch.ones(4)
-        compare = fusion_check._compare
+        compare = fusion_check_harness._compare
         self.assertTrue(compare([e + 1e-5], [e], [e])[0])
         self.assertFalse(compare([e + 1e-2], [e], [e])[0])
         # No more than twice as far from eager as the stock compile is.
@@ -344,7 +351,7 @@ class FusionCheckTest(TestCase):
                     "0/0", ["op0"], ["op1"], "no_shared_data"
                 ):
                     raise RuntimeError
-        self.assertIsNone(fusion_remarks._forcing)
+        self.assertIsNone(fusion_recorder.forcing)
         self.assertEqual(plain.count("#pragma omp for"), 2)
         self.assertEqual(captured, plain)
         self.assertEqual(other_graph, plain)

@@ -22,7 +22,12 @@ import torch
 import torch._dynamo
 import torch._logging
 from torch._dynamo.utils import counters
-from torch._inductor import fusion_analysis, fusion_remarks, fusion_report, metrics
+from torch._inductor import fusion_report, metrics
+from torch._inductor.fusion_remarks import (
+    analysis as fusion_analysis,
+    recorder as fusion_recorder,
+    taxonomy,
+)
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import fresh_cache, run_and_get_code
 from torch.testing._internal.inductor_utils import GPU_TYPE, HAS_GPU
@@ -281,13 +286,13 @@ graph 0/0 (cpu): 8 ops -> 7 kernels (6 generated, 1 extern)
         def broken(*args, **kwargs):
             raise RuntimeError("injected fault")
 
-        self.addCleanup(setattr, fusion_remarks, "_reported_failure", False)
-        fusion_remarks._reported_failure = False
+        self.addCleanup(setattr, fusion_recorder, "_reported_failure", False)
+        fusion_recorder._reported_failure = False
         torch._dynamo.reset()
         x = torch.randn(64)
         with (
             mock.patch.object(fusion_analysis, "analyze_graph", broken),
-            self.assertLogs(fusion_remarks.log, level="WARNING") as logs,
+            self.assertLogs(fusion_recorder.log, level="WARNING") as logs,
             fusion_report.capture() as rep,
         ):
             out = torch.compile(sin_plus_cos)(x)
@@ -301,7 +306,7 @@ graph 0/0 (cpu): 8 ops -> 7 kernels (6 generated, 1 extern)
 
     def test_remarks_cost_nothing_when_off(self):
         # With no capture and no fusion log, the hooks record nothing.
-        self.assertFalse(fusion_remarks.is_enabled())
+        self.assertFalse(fusion_recorder.is_enabled())
         torch._dynamo.reset()
         graphs = []
         with mock.patch.object(fusion_report, "publish", graphs.append):
@@ -360,7 +365,7 @@ graph 0/0 (cpu): 8 ops -> 7 kernels (6 generated, 1 extern)
             mock.patch.dict(os.environ, {"TORCH_TRACE": trace_dir}),
             mock.patch.object(trace_log, "level", logging.DEBUG),
         ):
-            self.assertTrue(fusion_remarks.is_enabled())
+            self.assertTrue(fusion_recorder.is_enabled())
             torch.compile(sin_plus_cos)(torch.randn(64))
         self.assertEqual(len(payloads), 1)
         self.assertEqual(payloads[0]["schema_version"], fusion_report.SCHEMA_VERSION)
@@ -486,7 +491,7 @@ graph 0/0 (cpu, replayed from the FX graph cache (compiled as 0/0)): 3 ops -> 1 
     def test_warm_cache_written_with_remarks_off_says_so(self, records):
         x = torch.randn(64)
         with fresh_cache(), torch._inductor.config.patch(fx_graph_cache=True):
-            with mock.patch.object(fusion_remarks, "is_enabled", return_value=False):
+            with mock.patch.object(fusion_recorder, "is_enabled", return_value=False):
                 torch.compile(sin_plus_cos)(x)
             torch._dynamo.reset()
             torch.compile(sin_plus_cos)(x)
@@ -520,15 +525,15 @@ class TestEnablement(TestCase):
             os.environ.pop("TORCH_TRACE", None)
             os.environ.pop("TORCH_DTRACE", None)
             torch._logging.set_logs(fusion=True)
-            self.assertTrue(fusion_remarks.is_enabled())
+            self.assertTrue(fusion_recorder.is_enabled())
             torch._logging.set_logs()
-            self.assertFalse(fusion_remarks.is_enabled())
+            self.assertFalse(fusion_recorder.is_enabled())
 
 
 class TestTaxonomy(TestCase):
     def test_every_reason_has_category_and_description(self):
-        for reason in fusion_remarks.Reason:
-            self.assertIn(reason, fusion_remarks.REASON_INFO)
+        for reason in taxonomy.Reason:
+            self.assertIn(reason, taxonomy.REASON_INFO)
             self.assertTrue(reason.description)
             self.assertRegex(reason.value, r"^[a-z][a-z0-9_]*$")
 
@@ -548,7 +553,7 @@ class TestTaxonomy(TestCase):
                 if line.startswith("| `") and line.count("|") >= 4
             ]
         table = {row[1].strip().strip("`"): row[2].strip() for row in rows}
-        expected = {r.value: r.category.value for r in fusion_remarks.Reason}
+        expected = {r.value: r.category.value for r in taxonomy.Reason}
         self.assertEqual(table, expected)
 
 

@@ -17,7 +17,8 @@ import os
 
 import torch
 import torch._dynamo
-from torch._inductor import fusion_analysis, fusion_report, metrics
+from torch._inductor import fusion_report, metrics
+from torch._inductor.fusion_remarks import analysis as fusion_analysis
 from torch._inductor.test_case import run_tests, TestCase
 from torch.testing._internal.common_device_type import (
     instantiate_device_type_tests,

@@ -1,7 +1,7 @@
 # Owner(s): ["module: inductor"]
 """The HTML page of a fusion capture, opened in a real browser.
 
-The page (``FusionCapture.save_html``, ``torch._inductor.fusion_html``) is the
+The page (``FusionCapture.save_html``, ``fusion_remarks.render.html``) is the
 product, so each test renders real captures and opens the page in headless
 Chromium: ``--dump-dom`` gives the DOM the browser built (an unescaped ``<`` in
 an op name or a stray tag in dot's SVG would show up as a missing or misplaced
@@ -31,7 +31,12 @@ from unittest import mock
 
 import torch
 import torch._dynamo
-from torch._inductor import fusion_html, fusion_report
+from torch._inductor import fusion_report
+from torch._inductor.fusion_remarks.render import (
+    common as render_common,
+    graphviz as render_graphviz,
+    html as render_html,
+)
 from torch._inductor.test_case import run_tests, TestCase
 
 
@@ -207,7 +212,7 @@ class TestFusionReportHtml(TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.tmp = tempfile.TemporaryDirectory(prefix="fusion_html_")
+        cls.tmp = tempfile.TemporaryDirectory(prefix="fusion_page_")
         torch._dynamo.reset()
         torch.manual_seed(0)
         with fusion_report.capture() as rep:
@@ -339,8 +344,8 @@ class TestFusionReportHtml(TestCase):
             self.assertIn(explanation.strip(), text)
             # Linked to the graphs before and after, and to the source line.
             for cid in brk["graphs_before"] + brk["graphs_after"]:
-                self.assertIn(f'href="#{fusion_html.graph_anchor(cid)}"', entry)
-            anchor = fusion_html._source_anchor(brk["source"])
+                self.assertIn(f'href="#{render_common.graph_anchor(cid)}"', entry)
+            anchor = render_common.source_anchor(brk["source"])
             self.assertIn(f'href="#{anchor}"', entry)
             self.assertIn(f'id="{anchor}"', dom)
         self.assertIn('href="#graph-2-0"', entries[0])  # before print
@@ -354,7 +359,7 @@ class TestFusionReportHtml(TestCase):
         source = f"{__file__}:{line}"
         self.assertEqual({op["source"] for op in graph["ops"]}, {source})
         match = re.search(
-            rf'<div class="line annotated" id="{fusion_html._source_anchor(source)}"'
+            rf'<div class="line annotated" id="{render_common.source_anchor(source)}"'
             rf'[^>]*>(.*?)</div>\s*<ul class="remarks">(.*?)</ul>',
             dom,
             re.DOTALL,
@@ -378,7 +383,7 @@ class TestFusionReportHtml(TestCase):
                 self.assertIn(key, remarks)
         mlp_line = line_of(mlp_train_step, "mse_loss(")
         self.assertIn(
-            f'id="{fusion_html._source_anchor(f"{__file__}:{mlp_line}")}"', dom
+            f'id="{render_common.source_anchor(f"{__file__}:{mlp_line}")}"', dom
         )
 
     def test_screenshot_shows_the_graph(self):
@@ -387,13 +392,13 @@ class TestFusionReportHtml(TestCase):
         # The clusters of the kernels are drawn in their tinted colours, and
         # the boundaries of the training step in red.
         tints = {
-            fusion_html._tint(c)
+            render_graphviz._tint(c)
             for g in self.data["graphs"]
-            for c in fusion_html._kernel_colours(g).values()
+            for c in render_graphviz.kernel_colours(g).values()
         }
         clusters, total = colour_pixels(png, tints)
         self.assertGreater(clusters / total, 0.01, f"{clusters} of {total} pixels")
-        red, _ = colour_pixels(png, {fusion_html.BOUNDARY_COLOUR}, tolerance=10)
+        red, _ = colour_pixels(png, {render_graphviz.BOUNDARY_COLOUR}, tolerance=10)
         self.assertGreater(red, 300)
 
     def test_large_graph_collapses_to_kernels(self):
@@ -404,7 +409,7 @@ class TestFusionReportHtml(TestCase):
         self.assertGreater(n_ops, 2500)
         data = dict(self.data, graphs=[big], graph_breaks=[])
         start = time.perf_counter()
-        page = fusion_html.render_html(data)
+        page = render_html.render_html(data)
         elapsed = time.perf_counter() - start
         # Seconds, not minutes (about 2 s on a 2-core machine).
         self.assertLess(elapsed, 30, f"rendering took {elapsed:.1f} s")
@@ -413,7 +418,7 @@ class TestFusionReportHtml(TestCase):
             f.write(page)
         # Opened at a boundary's row: the script opens the folded table.
         last = len(big["boundaries"]) - 1
-        row = f"b-{fusion_html.graph_anchor('7/0')}-{last}"
+        row = f"b-{render_common.graph_anchor('7/0')}-{last}"
         dump = self.dump_dom(path, "#" + row)
         dom = Elements(dump)
         self.assertEqual(dom_boundary_keys(dom), boundary_keys(data))
@@ -423,7 +428,7 @@ class TestFusionReportHtml(TestCase):
             r'<p class="note picture-note kernel-level">(.*?)</p>', dump
         )
         self.assertIn(
-            f"{n_ops} computing ops, more than {fusion_html.MAX_OP_NODES}", note
+            f"{n_ops} computing ops, more than {render_graphviz.MAX_OP_NODES}", note
         )
         self.assertEqual(
             len(dom.with_class("node")), len(big["kernels"]), "one node per kernel"
@@ -432,7 +437,7 @@ class TestFusionReportHtml(TestCase):
         # The picture is drawn: kernel nodes in their fill colours.
         png = self.screenshot(path, "1400,3000")
         fills, total = colour_pixels(
-            png, set(fusion_html._kernel_colours(big).values())
+            png, set(render_graphviz.kernel_colours(big).values())
         )
         self.assertGreater(fills / total, 0.01, f"{fills} of {total} pixels")
 
@@ -441,7 +446,7 @@ class TestFusionReportHtml(TestCase):
         os.makedirs(empty, exist_ok=True)
         with mock.patch.dict(os.environ, {"PATH": empty}):
             self.assertIsNone(shutil.which("dot"))
-            page = fusion_html.render_html(self.data)
+            page = render_html.render_html(self.data)
         self.assertNotIn("<svg", page)
         path = os.path.join(self.tmp.name, "no-dot.html")
         with open(path, "w", encoding="utf-8") as f:
@@ -473,10 +478,10 @@ class TestFusionReportHtml(TestCase):
             os.chmod(dot, 0o755)
             with (
                 mock.patch.dict(os.environ, {"PATH": bin_dir}),
-                mock.patch.object(fusion_html, "DOT_TIMEOUT_S", 1.0),
+                mock.patch.object(render_graphviz, "DOT_TIMEOUT_S", 1.0),
             ):
                 start = time.perf_counter()
-                page = fusion_html.render_html(data)
+                page = render_html.render_html(data)
             self.assertLess(time.perf_counter() - start, 5)
             self.assertNotIn("<svg", page)
             self.assertIn(expected, page)

@@ -6,7 +6,7 @@
 of a pointwise+reduction function, a training step and a function with a graph
 break must validate; corrupted documents must be rejected with a message that
 names the path of each violation; and the schema's closed sets (reason codes,
-categories, stages, kinds) must equal the enums in ``fusion_remarks``.
+categories, stages, kinds) must equal the enums in ``fusion_remarks.taxonomy``.
 """
 
 import contextlib
@@ -23,7 +23,7 @@ from unittest import mock
 import torch
 import torch._dynamo
 from torch._inductor import fusion_report
-from torch._inductor.fusion_remarks import Category, Kind, Reason, Stage
+from torch._inductor.fusion_remarks.taxonomy import Category, Kind, Reason, Stage
 from torch._inductor.test_case import run_tests, TestCase
 
 

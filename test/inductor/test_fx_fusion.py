@@ -1,7 +1,7 @@
 # Owner(s): ["module: inductor"]
 """The FX fusion arm: ``torch.compile(model, backend="fx_fusion")``.
 
-Real compiles on the CPU (C++ kernels from ``fx_fusion_codegen``): which ops
+Real compiles on the CPU (C++ kernels from ``fx_fusion.codegen``): which ops
 the pass fuses, the boundaries it leaves and their reasons (in the fusion
 report's schema, so one report holds Inductor's graphs and these), training,
 mutation, and an OpInfo sweep of the ops it fuses against eager.
@@ -14,9 +14,11 @@ import unittest
 
 import torch
 import torch._dynamo
-from torch._inductor import fusion_analysis, fusion_report
-from torch._inductor.fx_passes import fx_fusion, fx_fusion_codegen
-from torch._inductor.fx_passes.fx_fusion_ir import Level
+from torch._inductor import fusion_report
+from torch._inductor.fusion_remarks import analysis as fusion_analysis
+from torch._inductor import fx_fusion
+from torch._inductor.fx_fusion import codegen
+from torch._inductor.fx_fusion.ir import Level
 from torch._inductor.test_case import run_tests, TestCase
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.testing._internal.common_device_type import (
@@ -332,9 +334,9 @@ class TestFxFusion(FxFusionTestCase):
         plan = fx_fusion.build_kernel_plan(part, group)
         inputs = [torch.randn(s) for s, _ in plan.input_layouts]
         expected = fx_fusion.reference_runner(plan.spec, "cpu")(*inputs)
-        actual = fx_fusion_codegen.compile_kernel(plan.spec, "cpu")(*inputs)
+        actual = codegen.compile_kernel(plan.spec, "cpu")(*inputs)
         self.assertEqual(actual, expected, atol=1e-5, rtol=1e-5)
-        self.assertIn("fx_kernel", fx_fusion_codegen.generated_source(plan.spec, "cpu"))
+        self.assertIn("fx_kernel", codegen.generated_source(plan.spec, "cpu"))
 
     def test_single_op_groups_stay_aten_unless_asked(self):
         (graph,) = self.capture(lambda x: x.sin(), torch.randn(8))

@@ -1,5 +1,5 @@
 # Owner(s): ["module: inductor"]
-"""The FX fusion arm's code generators (``fx_fusion_codegen.py``).
+"""The FX fusion arm's code generators (``torch._inductor.fx_fusion.codegen``).
 
 Each test builds :class:`KernelSpec`s by hand, runs the generated kernel and
 compares it with a reference that evaluates the same spec with torch eager
@@ -18,8 +18,13 @@ import tempfile
 import unittest
 
 import torch
-from torch._inductor.fx_passes import fx_fusion_codegen as codegen
-from torch._inductor.fx_passes.fx_fusion_ir import (
+from torch._inductor.fx_fusion import (
+    codegen,
+    codegen_common,
+    codegen_cpp,
+    codegen_triton,
+)
+from torch._inductor.fx_fusion.ir import (
     BINARY_OPS,
     compute_dtype,
     InputSpec,
@@ -752,7 +757,7 @@ class TestFxFusionCodegenCpu(TestCase):
     def test_portable_half_conversion(self):
         """The fallback float16 conversion (no _Float16) equals torch's."""
         source = (
-            codegen._CPP_PRELUDE
+            codegen_cpp._CPP_PRELUDE
             + """
 extern "C" void h2f(const uint16_t* in, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = fx_h2f(in[i]);
@@ -770,7 +775,7 @@ extern "C" void f2h(const float* in, uint16_t* out, int64_t n) {
                 f.write(source)
             subprocess.run(
                 [
-                    codegen._cxx(),
+                    codegen_cpp._cxx(),
                     "-O2",
                     "-shared",
                     "-fPIC",
@@ -821,8 +826,8 @@ extern "C" void f2h(const float* in, uint16_t* out, int64_t n) {
         script = """
 import json
 import torch
-from torch._inductor.fx_passes import fx_fusion_codegen as codegen
-from torch._inductor.fx_passes.fx_fusion_ir import *
+from torch._inductor.fx_fusion import codegen
+from torch._inductor.fx_fusion.ir import *
 I, O = Level.INNER, Level.OUTER
 spec = KernelSpec("softmax", (4,), (7,), (InputSpec("float32", (7, 1)),), (
     Stmt("load", (), "float32", I, input=0), Stmt("amax", (0,), "float32", O),
@@ -913,8 +918,10 @@ print(json.dumps(t._run_triton_cases()))
         for name, case in CASES.items():
             with self.subTest(case=name):
                 spec = case()[0]
-                generator = codegen._TritonGenerator(codegen._Analysis(spec))
-                kernel = codegen._load_triton(generator.source()).fx_kernel
+                generator = codegen_triton._TritonGenerator(
+                    codegen_common._Analysis(spec)
+                )
+                kernel = codegen_triton._load_triton(generator.source()).fx_kernel
                 signature = {
                     f"in{k}": pointer[i.dtype] for k, i in enumerate(spec.inputs)
                 }

@@ -20,7 +20,8 @@ from unittest import mock
 
 import torch
 import torch._dynamo
-from torch._inductor import config, fusion_analysis, fusion_report, launch_bound_combo
+from torch._inductor import config, fusion_report, launch_bound_combo
+from torch._inductor.fusion_remarks import analysis as fusion_analysis
 from torch._inductor import metrics
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code

@@ -469,11 +469,14 @@ def realize_alone(result: Any, node: torch.fx.Node) -> None:
     """
     if node.op != "call_function" or not torch._inductor.config.no_fusion:
         return
+    from .fusion_remarks.hooks import realize_rule
+    from .fusion_remarks.taxonomy import Reason
     from .ir import TensorBox
 
-    for value in result if isinstance(result, (list, tuple)) else (result,):
-        if isinstance(value, TensorBox):
-            value.realize()
+    with realize_rule(Reason.NO_FUSION):
+        for value in result if isinstance(result, (list, tuple)) else (result,):
+            if isinstance(value, TensorBox):
+                value.realize()
 
 
 def fusion_disabled() -> bool:

@@ -25,16 +25,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
-import re
 from typing import Any
 
 import torch
-import torch._logging
 
-from . import fusion_graph_breaks, fusion_remarks
-from .fusion_remarks import Category, REASON_INFO, Reason
+from .fusion_remarks import graph_breaks, recorder as rec, sinks
+from .fusion_remarks.render import text
+from .fusion_remarks.sinks import SCHEMA_VERSION
+from .fusion_remarks.taxonomy import Category, Reason, reasons_table
 
 
 __all__ = [
@@ -46,19 +45,8 @@ __all__ = [
     "validate",
 ]
 
-# 2: top-level ``graph_breaks``; boundaries' ``args`` carry ``bytes`` and the
-# refused pair's ``producer_nodes``/``consumer_nodes``; ``fusible_check``.
-SCHEMA_VERSION = 2
 # The JSON Schema (draft 2020-12) of ``FusionCapture.to_json()``.
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "fusion_report_schema.json")
-
-
-def reasons_table() -> dict[str, dict[str, str]]:
-    """The taxonomy as JSON: ``{code: {"category": ..., "description": ...}}``."""
-    return {
-        reason.value: {"category": category.value, "description": description}
-        for reason, (category, description) in REASON_INFO.items()
-    }
 
 
 class FusionCapture:
@@ -66,7 +54,7 @@ class FusionCapture:
 
     def __init__(self) -> None:
         self.graphs: list[dict[str, Any]] = []
-        self.graph_breaks: list[fusion_graph_breaks.GraphBreak] = []
+        self.graph_breaks: list[graph_breaks.GraphBreak] = []
         self._stack: contextlib.ExitStack | None = None
 
     def __enter__(self) -> FusionCapture:
@@ -84,12 +72,12 @@ class FusionCapture:
             )
         )
         self._stack = stack
-        fusion_remarks._captures.append(self)
+        rec.captures().append(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self in fusion_remarks._captures:
-            fusion_remarks._captures.remove(self)
+        if self in rec.captures():
+            rec.captures().remove(self)
         if self._stack is not None:
             self._stack.close()
             self._stack = None
@@ -97,7 +85,7 @@ class FusionCapture:
     def to_json(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
-            "producer": fusion_remarks.producer_identity(),
+            "producer": rec.producer_identity(),
             "reasons": reasons_table(),
             "graphs": [dict(g) for g in self.graphs],
             "graph_breaks": [
@@ -107,15 +95,15 @@ class FusionCapture:
         }
 
     def summary(self) -> str:
-        return fusion_graph_breaks.render_with_graphs(
+        return graph_breaks.render_with_graphs(
             self.graphs, self.graph_breaks, render_graph
         )
 
     def save_html(self, path: str | os.PathLike[str]) -> None:
-        """Write the self-contained HTML page of this capture (see fusion_html)."""
-        from . import fusion_html
+        """Write this capture's self-contained page (fusion_remarks.render.html)."""
+        from .fusion_remarks.render import html as render_html
 
-        fusion_html.save_html(self.to_json(), path)
+        render_html.save_html(self.to_json(), path)
 
 
 def capture() -> FusionCapture:
@@ -162,147 +150,14 @@ def _error_message(error: Any) -> str:
 
 
 def publish(graph: dict[str, Any], cache: str | None = None) -> None:
-    """Hand one analysed graph to the captures, the fusion log and TORCH_TRACE.
-
-    ``cache`` says where the graph came from: ``"replayed"`` from an FX graph
-    cache entry; by default ``"bypassed"`` under a capture (which turns the
-    caches off), else ``"miss"`` (compiled, whether or not a cache was on).
-    """
-    if cache is None:
-        cache = "bypassed" if fusion_remarks._captures else "miss"
-    graph["cache"] = cache
-    reason = {
-        "bypassed": Reason.CACHE_BYPASSED,
-        "replayed": Reason.CACHE_REPLAYED,
-    }.get(cache)
-    if reason is not None:
-        graph["remarks"].append(
-            fusion_remarks.Remark(
-                fusion_remarks.Kind.ANALYSIS,
-                reason,
-                fusion_remarks.Stage.CACHE,
-                detail=(
-                    f"compiled as graph {graph.get('compiled_as')}"
-                    if cache == "replayed"
-                    else "fx_graph_cache and autograd_cache off while capturing"
-                ),
-                graph=graph["compile_id"],
-            ).to_json()
-        )
-    for active in fusion_remarks._captures:
-        active.graphs.append(graph)
-    fusion_graph_breaks.note_published(graph)
-    if fusion_remarks.fusion_log.isEnabledFor(logging.DEBUG):
-        fusion_remarks.fusion_log.debug(
-            "%s", render_graph(graph, evaluated_pairs=verbose_log_requested())
-        )
-    torch._logging.trace_structured(
-        "artifact",
-        metadata_fn=lambda: {
-            "name": "inductor_fusion_remarks",
-            "encoding": "json",
-        },
-        payload_fn=lambda: json.dumps(
-            {"schema_version": SCHEMA_VERSION, "graph": graph}, default=str
-        ),
-    )
-
-
-def _short_source(source: str | None) -> str:
-    if not source:
-        return ""
-    filename, _, line = source.rpartition(":")
-    return f"{filename.rsplit('/', 1)[-1]}:{line}"
-
-
-def verbose_log_requested() -> bool:
-    """``TORCH_LOGS=+fusion``: torch._logging ignores '+' on artifacts, so read it here."""
-    return bool(
-        re.search(r"(^|,)\s*\+fusion\s*(,|$)", os.environ.get("TORCH_LOGS", ""))
-    )
+    """Hand one analysed graph to the captures, the fusion log and TORCH_TRACE
+    (see :func:`torch._inductor.fusion_remarks.sinks.publish`)."""
+    sinks.publish(graph, cache)
 
 
 def render_graph(graph: dict[str, Any], evaluated_pairs: bool = False) -> str:
-    """The readable per-graph summary (the ``fusion`` log prints this).
-
-    With ``evaluated_pairs``, every pair the scheduler evaluated follows.
-    """
-    ops = {op["name"]: op for op in graph["ops"]}
-    computing = [op for op in graph["ops"] if op["computes"]]
-    kernels = graph["kernels"]
-    generated = [k for k in kernels if k["kind"] not in ("extern", "fallback")]
-    replayed = (
-        f", replayed from the FX graph cache (compiled as {graph.get('compiled_as')})"
-        if graph.get("cache") == "replayed"
-        else ""
-    )
-    lines = [
-        f"graph {graph['compile_id']} ({graph['device']}{replayed}): "
-        f"{len(computing)} ops -> "
-        f"{len(kernels)} kernels ({len(generated)} generated, "
-        f"{len(kernels) - len(generated)} extern)"
-    ]
-    for kernel in kernels:
-        names = [n for n in kernel["ops"] if ops.get(n, {}).get("computes")]
-        sources = sorted(
-            {_short_source(ops[n]["source"]) for n in names if ops[n].get("source")}
-        )
-        where = f"  [{', '.join(sources)}]" if sources else ""
-        state = "fused" if len(names) > 1 else "alone"
-        function = kernel.get("function")
-        named = f" = {function}" if function and function != kernel["name"] else ""
-        lines.append(
-            f"  kernel {kernel['name']}{named} ({kernel['kind']}, {state}): "
-            f"{', '.join(names) or '-'}{where}"
-        )
-    passes = [r for r in graph["remarks"] if r["stage"] == "fx_pass"]
-    if passes:
-        lines.append(
-            "  fx passes: "
-            + "; ".join(
-                r["detail"]
-                + (
-                    f", {r['args']['matches']} matches"
-                    if "matches" in r["args"]
-                    else ""
-                )
-                for r in passes
-            )
-        )
-    held = [r for r in graph["remarks"] if r["reason"] == "config_held_off"]
-    if held:
-        switches = sorted({r["args"]["switch"] for r in held})
-        lines.append(
-            f"  held off by config.{' and config.'.join(switches)}: "
-            + ", ".join(f"{r['args']['option']}={r['args']['value']!r}" for r in held)
-        )
-    boundaries = graph["boundaries"]
-    if boundaries:
-        lines.append(f"  {len(boundaries)} boundaries:")
-    for b in boundaries:
-        arrow = "->" if b["relation"] == "dependency" else "||"
-        sources = [
-            _short_source(ops.get(n, {}).get("source"))
-            for n in (b["producer"], b["consumer"])
-        ]
-        where = " / ".join(s for s in sources if s)
-        lines.append(
-            f"    {b['producer']} {arrow} {b['consumer']}: {b['reason']} "
-            f"({b['category']}, {b['stage']})"
-            + (f" [{where}]" if where else "")
-            + (f": {b['detail']}" if b["detail"] else "")
-        )
-    for op in computing:
-        if op.get("eliminated"):
-            lines.append(f"  {op['name']}: no kernel ({op['eliminated']})")
-    if evaluated_pairs:
-        pairs = graph.get("evaluated_pairs", [])
-        lines.append(f"  {len(pairs)} evaluated pairs:")
-        for pair in pairs:
-            verdict = "fused" if pair["fused"] else f"rejected, {pair['reason']}"
-            detail = f": {pair['detail']}" if pair["detail"] else ""
-            lines.append(f"    {pair['first']} + {pair['second']}: {verdict}{detail}")
-    return "\n".join(lines)
+    """The readable per-graph summary the ``fusion`` log prints."""
+    return text.render_graph(graph, evaluated_pairs)
 
 
 def category_of(code: str) -> Category:

@@ -41,8 +41,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from . import config, fusion_remarks
-from .fusion_remarks import Kind, Reason, Remark, Stage
+from . import config
+from .fusion_remarks import hooks as fusion_hooks, recorder as fusion_recorder
+from .fusion_remarks.model import Remark
+from .fusion_remarks.taxonomy import Kind, Reason, Stage
 
 
 if TYPE_CHECKING:
@@ -136,13 +138,13 @@ def _record_remarks(
     groups: list[list[BaseSchedulerNode]],
     kept_apart: list[tuple[BaseSchedulerNode, int]],
 ) -> None:
-    if not fusion_remarks.is_enabled():
+    if not fusion_recorder.is_enabled():
         return
     limit = config.launch_bound_combo_max_bytes
     for group in groups:
         names = tuple(n.get_name() for n in group)
         sizes = [estimated_bytes(n) for n in group]
-        fusion_remarks.record_pass_remark(
+        fusion_hooks.record_pass_remark(
             Remark(
                 Kind.FUSED,
                 Reason.COMBINED_LAUNCH_BOUND,
@@ -163,7 +165,7 @@ def _record_remarks(
         )
     for node, partners in kept_apart:
         size = estimated_bytes(node)
-        fusion_remarks.record_pass_remark(
+        fusion_hooks.record_pass_remark(
             Remark(
                 Kind.MISSED,
                 Reason.COMBO_NOT_LAUNCH_BOUND,

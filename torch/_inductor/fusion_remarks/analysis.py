@@ -26,19 +26,16 @@ from typing import Any, TYPE_CHECKING
 
 import torch
 
-from .fusion_remarks import (
-    Category,
-    GraphRecorder,
-    Kind,
-    PairVerdict,
-    Reason,
-    Remark,
-    Stage,
-)
+from .model import PairVerdict, Remark
+from .taxonomy import Category, Kind, Reason, Stage
 
 
 if TYPE_CHECKING:
-    from .scheduler import BaseSchedulerNode, Scheduler
+    from .recorder import GraphRecorder
+
+
+if TYPE_CHECKING:
+    from ..scheduler import BaseSchedulerNode, Scheduler
 
 
 _aten = torch.ops.aten
@@ -80,8 +77,8 @@ def source_of(node: torch.fx.Node) -> str | None:
 
 def kernel_kind(snode: BaseSchedulerNode) -> str | None:
     """The report's kernel kind of a final scheduler node (None: no kernel)."""
-    from . import config, ir
-    from .scheduler import (
+    from .. import config, ir
+    from ..scheduler import (
         ExternKernelSchedulerNode,
         ForeachKernelSchedulerNode,
         NopKernelSchedulerNode,
@@ -165,7 +162,7 @@ def analyze_graph(
     scheduler: Scheduler, recorder: GraphRecorder, label: str
 ) -> dict[str, Any]:
     """The JSON-ready report of one graph (see fusion_report's schema)."""
-    from .virtualized import V
+    from ..virtualized import V
 
     graph = V.graph.graph
     fx_ops = [n for n in graph.nodes if n.op == "call_function"]
@@ -278,7 +275,7 @@ def analyze_graph(
 
 
 def _split_grouped(snode: BaseSchedulerNode) -> list[BaseSchedulerNode]:
-    from .scheduler import GroupedSchedulerNode
+    from ..scheduler import GroupedSchedulerNode
 
     if isinstance(snode, GroupedSchedulerNode):
         return list(snode.snodes)
@@ -287,7 +284,7 @@ def _split_grouped(snode: BaseSchedulerNode) -> list[BaseSchedulerNode]:
 
 def _elimination(node: torch.fx.Node, scheduler: Scheduler) -> str:
     """Why a computing op has no kernel of its own."""
-    from .virtualized import V
+    from ..virtualized import V
 
     if not node.users:
         return "dead_code"
@@ -401,7 +398,7 @@ def buffer_bytes(name: str) -> int | None:
     A boundary's value is written to this buffer by one kernel and read back by
     the other, so it prices the boundary in memory traffic.
     """
-    from .virtualized import V
+    from ..virtualized import V
 
     try:
         buf = V.graph.try_get_buffer(name)
@@ -624,3 +621,20 @@ def coverage_violations(graph: dict[str, Any]) -> list[str]:
                 f"{b['producer']} -> {b['consumer']}: unknown reason {b['reason']}"
             )
     return problems
+
+
+def held_off_remarks(report: dict[str, Any]) -> list[Remark]:
+    """One ``config`` remark per option an ablation switch held off."""
+    from .. import fusion_ablation
+
+    return [
+        Remark(
+            Kind.ANALYSIS,
+            Reason.CONFIG_HELD_OFF,
+            Stage.LOWERING,
+            args={"switch": switch, "option": h.option, "value": h.value},
+            detail=f"config.{switch} held {h.option}={h.value!r}: {h.optimization}",
+            graph=report["compile_id"],
+        )
+        for switch, h in fusion_ablation.held_options()
+    ]

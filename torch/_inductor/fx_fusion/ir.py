@@ -3,11 +3,12 @@
 The FX fusion arm (``torch.compile(model, backend="fx_fusion")``) is an
 operator-fusion pass written with torch.fx alone, independent of Inductor's
 lowering and scheduler, so that its fusion can be compared with Inductor's
-(see ``fx_fusion.py``).  The pass partitions an aten-level FX graph into groups
-and describes each group as a :class:`KernelSpec`; ``fx_fusion_codegen.py``
-turns a spec into a C++ function (CPU) or a Triton kernel (CUDA).  This module
-is the contract between the two: plain frozen dataclasses, hashable, so a spec
-is also the key of the on-disk cache of generated sources.
+(see the package docstring).  The pass partitions an aten-level FX graph into
+groups and describes each group as a :class:`KernelSpec` (``plan.py``);
+``codegen.py`` turns a spec into a C++ function (CPU, ``codegen_cpp.py``) or a
+Triton kernel (CUDA, ``codegen_triton.py``).  This module is the contract
+between the two: plain frozen dataclasses, hashable, so a spec is also the key
+of the on-disk cache of generated sources.
 
 The iteration space of a kernel is ``outer_shape + reduce_shape``.  Every input
 is read through its own strides over that space (stride 0 on broadcast dims;

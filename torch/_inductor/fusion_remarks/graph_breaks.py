@@ -33,8 +33,9 @@ from typing import Any, TYPE_CHECKING
 
 from torch._guards import CompileContext
 
-from . import fusion_remarks
-from .fusion_remarks import Kind, Reason, Remark, Stage
+from . import recorder as rec
+from .model import Remark
+from .taxonomy import Kind, Reason, Stage
 
 
 if TYPE_CHECKING:
@@ -94,11 +95,11 @@ class GraphBreak:
 
 def record_graph_break(frame_loc: Any, reason: str, exc: Any) -> None:
     """Called by Dynamo's ``log_graph_break`` once for each graph break."""
-    if fusion_remarks.is_enabled():
+    if rec.is_enabled():
         _record(frame_loc, reason, exc)
 
 
-@fusion_remarks._guarded
+@rec.guarded
 def _record(frame_loc: Any, reason: str, exc: Any) -> None:
     compile_id = CompileContext.current_compile_id()
     label = str(compile_id) if compile_id is not None else "<no compile id>"
@@ -130,7 +131,7 @@ def _record(frame_loc: Any, reason: str, exc: Any) -> None:
             return  # the same break, logged again by a restarted trace
     _pending.append(entry)
     del _pending[:-_MAX_PENDING]
-    for capture in fusion_remarks._captures:
+    for capture in rec.captures():
         capture.graph_breaks.append(entry)
 
 
@@ -164,21 +165,21 @@ def _on_compile_start(args: Any) -> None:
             entry.next_compile = args.compile_id
             _log(entry)
     except Exception as e:
-        fusion_remarks._report_failure(e)
+        rec.report_failure(e)
 
 
-@fusion_remarks._guarded
+@rec.guarded
 def note_published(graph: dict[str, Any]) -> None:
     """Called by ``fusion_report.publish`` for each analysed graph."""
     _published.append(str(graph.get("compile_id")))
 
 
 def _log(entry: GraphBreak) -> None:
-    if not fusion_remarks.fusion_log.isEnabledFor(logging.DEBUG):
+    if not rec.fusion_log.isEnabledFor(logging.DEBUG):
         return
     before = [c for c in _published if base_compile_id(c) == entry.compile_id]
     after = [entry.next_compile] if entry.next_compile else []
-    fusion_remarks.fusion_log.debug("%s", describe(entry, before, after))
+    rec.fusion_log.debug("%s", describe(entry, before, after))
 
 
 def short_source(source: str | None) -> str:

@@ -1,0 +1,208 @@
+# Owner(s): ["module: inductor"]
+"""The fusion-remarks package is layered, and observes decisions only explicitly.
+
+Read from the sources (the fork's new files under ``torch/``), not imported:
+
+* every import between the package's modules, at module level or inside a
+  function, points down the layer order of ``fusion_remarks/__init__.py``, so
+  there is no import cycle, hidden or not;
+* no module of the package, the FX fusion package or ``fusion_report`` is over
+  about 800 lines;
+* no fork file under ``torch/`` reads stack frames, holds upstream's fusion
+  message texts, or replaces methods of upstream objects at run time
+  (``DESIGN.md`` section 3a).
+"""
+
+import ast
+import os
+import re
+import unittest
+from pathlib import Path
+
+from torch._inductor.test_case import run_tests, TestCase
+
+
+ROOT = Path(__file__).resolve().parents[2]
+INDUCTOR = ROOT / "torch" / "_inductor"
+PACKAGE = INDUCTOR / "fusion_remarks"
+
+# The layer of each module, lowest first: a module may import only modules of
+# a lower layer (fusion_report, the public face, sits above them all).
+LAYERS = {
+    "taxonomy": 0,
+    "model": 1,
+    "recorder": 2,
+    "analysis": 3,
+    "render.common": 3,
+    "render.source": 4,
+    "render.graphviz": 4,
+    "render.text": 4,
+    "render.html": 5,
+    "render": 6,
+    "graph_breaks": 6,
+    "sinks": 7,
+    "hooks": 8,
+    "": 9,  # the package __init__ (imports nothing)
+    "check.policy": 10,  # forcing one refused pair; the hooks consult it
+    "check.harness": 11,  # compiling, comparing, timing; imports the policy
+    "check": 12,  # re-exports both; nothing in the package imports it
+}
+
+MAX_LINES = 800
+
+
+def package_modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).with_suffix("")
+        parts = [p for p in rel.parts if p != "__init__"]
+        yield ".".join(parts), path
+
+
+def imported_package_modules(name, path):
+    """The package modules ``name`` imports, anywhere in its source."""
+    tree = ast.parse(path.read_text())
+    is_package = path.name == "__init__.py"
+    here = name.split(".") if name else []
+    base = here if is_package else here[:-1]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = (
+                    base[: len(base) - (node.level - 1)] if node.level > 1 else base
+                )
+                if node.level - 1 > len(base):
+                    continue  # above the package (torch._inductor)
+                target = anchor + (node.module.split(".") if node.module else [])
+            elif node.module and node.module.startswith(
+                "torch._inductor.fusion_remarks"
+            ):
+                target = node.module.split(".")[3:]
+            else:
+                continue
+            for alias in node.names:
+                candidate = ".".join([*target, alias.name])
+                if candidate in LAYERS:
+                    out.add(candidate)
+                else:
+                    out.add(".".join(target))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("torch._inductor.fusion_remarks."):
+                    out.add(alias.name[len("torch._inductor.fusion_remarks.") :])
+    out.discard(name)
+    return out
+
+
+class TestFusionRemarksLayers(TestCase):
+    def test_every_module_has_a_layer(self):
+        self.assertEqual(sorted(name for name, _ in package_modules()), sorted(LAYERS))
+
+    def test_imports_point_down_the_layers(self):
+        problems = []
+        for name, path in package_modules():
+            for target in imported_package_modules(name, path):
+                if LAYERS.get(target, 99) >= LAYERS[name]:
+                    problems.append(f"{name or '__init__'} imports {target}")
+        self.assertEqual(problems, [])
+
+    def test_no_import_cycle(self):
+        graph = {
+            name: imported_package_modules(name, path)
+            for name, path in package_modules()
+        }
+        state = {}
+
+        def visit(node, stack):
+            state[node] = "open"
+            for succ in graph.get(node, ()):
+                if state.get(succ) == "open":
+                    self.fail(f"import cycle: {' -> '.join([*stack, succ])}")
+                if succ not in state:
+                    visit(succ, [*stack, succ])
+            state[node] = "done"
+
+        for node in graph:
+            if node not in state:
+                visit(node, [node])
+
+    def test_the_checker_sees_imports_inside_functions(self):
+        # The rule above must catch what the old design hid in functions.
+        source = PACKAGE / "hooks.py"
+        self.assertIn("analysis", imported_package_modules("hooks", source))
+        fake = PACKAGE.parent / "fusion_remarks" / "taxonomy.py"
+        tree_text = fake.read_text()
+        self.assertNotIn("from .hooks", tree_text)
+
+    def test_modules_are_small(self):
+        files = [*list(PACKAGE.rglob("*.py")), INDUCTOR / "fusion_report.py"]
+        fx = INDUCTOR / "fx_fusion"
+        if fx.is_dir():
+            files += list(fx.rglob("*.py"))
+        big = {
+            str(f.relative_to(ROOT)): n
+            for f in files
+            if (n := len(f.read_text().splitlines())) > MAX_LINES
+        }
+        self.assertEqual(big, {})
+
+    def fork_sources(self):
+        for path in (ROOT / "torch").rglob("*.py"):
+            yield path, path.read_text()
+
+    def test_no_stack_frame_reading(self):
+        pattern = re.compile(
+            r"sys\._getframe|\.f_back\b|\.f_locals\b|inspect\.(currentframe|stack)\("
+        )
+        hits = [
+            str(p.relative_to(ROOT))
+            for p, text in self.fork_sources()
+            if pattern.search(text)
+        ]
+        self.assertEqual(hits, [])
+
+    def test_no_table_of_upstream_messages(self):
+        # Texts of upstream's WhyNoFuse calls: the code comes from the call
+        # site, so none of them may appear in the fork's own modules.
+        texts = [
+            "memory deps did not match",
+            "no shared data",
+            "exceeds max fusion",
+            "node1 must go before node2",
+            'score_fusion_memory_threshold"',
+            "Nodes are too far away",
+        ]
+        hits = [
+            f"{p.relative_to(ROOT)}: {t}"
+            for p, text in self.fork_sources()
+            for t in texts
+            if t in text
+        ]
+        self.assertEqual(hits, [])
+
+    def test_no_methods_replaced_at_run_time(self):
+        pattern = re.compile(r"method-assign|setattr\(\s*(scheduler|backend)\b")
+        hits = [
+            str(p.relative_to(ROOT))
+            for p, text in self.fork_sources()
+            if pattern.search(text)
+        ]
+        self.assertEqual(hits, [])
+
+    @unittest.skipUnless(os.path.isdir(ROOT / "patches"), "needs the patch series")
+    def test_why_no_fuse_calls_carry_codes(self):
+        # Every WhyNoFuse message the patches touch is given a reason code.
+        for patch in (ROOT / "patches").rglob("*.patch"):
+            added = [
+                line[1:]
+                for line in patch.read_text().splitlines()
+                if line.startswith("+") and not line.startswith("+++")
+            ]
+            for i, line in enumerate(added):
+                if re.search(r"\bwhy\(\s*$", line) or re.search(r"\bwhy\(\"", line):
+                    window = "\n".join(added[i : i + 8])
+                    self.assertIn("code=", window, f"{patch.name}: {line}")
+
+
+if __name__ == "__main__":
+    run_tests()

@@ -1,0 +1,635 @@
+"""The hooks: the only code of the fusion remarks that upstream's patched files call.
+
+Each hook sits at the upstream rule that makes a decision and is given that
+decision's reason code by its call site:
+
+* ``WhyNoFuse(node1, node2)(message, code=...)``: a scheduler or backend rule
+  refused a pair (:func:`why_no_fuse`); a rule that refuses silently calls
+  :func:`refused` or passes its verdict through :func:`checked`;
+* ``Scheduler.can_fuse`` and ``Scheduler.speedup_by_fusion`` hand their
+  decision to :func:`evaluate_pair` and :func:`evaluate_speedup`, which record
+  the verdict of each evaluated pair (and let ``fusion_check`` force one);
+* lowering tags the rule that realizes a value (:func:`realize_rule` around a
+  ``realize()`` call, :func:`realizes_for` on a helper that realizes inputs)
+  and ``StorageBox.realize`` reports the buffer (:func:`record_realize`);
+* codegen reports each scheduler node it generates (:func:`generating`) and
+  each kernel it defines (:func:`kernel_defined`);
+* FX passes (``GraphTransformObserver``, ``PatternMatcherPass``) and the
+  FX graph cache (:func:`report_for_cache`, :func:`replay_cached_report`).
+
+When nothing listens (:func:`recorder.is_enabled` is false) each hook returns
+after one check and changes nothing; no hook may change what Inductor
+generates or fail a compile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import json
+import logging
+from typing import Any, TYPE_CHECKING, TypeVar
+
+import torch
+
+from . import analysis, recorder as rec, sinks
+from .model import PairVerdict, Realization, Remark
+from .recorder import Evaluation, fusion_log, guarded, Refusal
+from .taxonomy import Kind, Reason, Stage
+
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    from ..scheduler import BaseSchedulerNode, Scheduler, WhyNoFuse
+
+
+_T = TypeVar("_T")
+
+
+# ---------------------------------------------------------------------------
+# Lowering: which rule realized a value into a buffer of its own
+
+# The realize rules in force, innermost last: (code, is_rule).  A rule tag
+# (is_rule) names the rule that decided; a mechanism tag (an extern kernel's
+# helper that realizes its inputs) applies only where no rule encloses it.
+_realize_tags: list[tuple[Reason, bool]] = []
+
+
+@contextlib.contextmanager
+def realize_rule(code: Reason) -> Iterator[None]:
+    """Around a ``realize()`` call: the rule ``code`` decided to realize."""
+    _realize_tags.append((code, True))
+    try:
+        yield
+    finally:
+        _realize_tags.pop()
+
+
+def realizes_for(
+    code: Reason, rule: bool = False
+) -> Callable[[Callable[..., _T]], Callable[..., _T]]:
+    """Decorate a function that realizes values for ``code``: a rule
+    (``rule=True``, e.g. graph outputs) or a mechanism, e.g. an extern
+    kernel's helper reading its inputs from memory, which names the reason
+    only where no rule encloses it."""
+
+    def decorate(fn: Callable[..., _T]) -> Callable[..., _T]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> _T:
+            _realize_tags.append((code, rule))
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _realize_tags.pop()
+
+        return wrapper
+
+    return decorate
+
+
+@guarded
+def record_realize(buffer: Any) -> None:
+    """Called by ``StorageBox.realize`` after it stored an IR value in ``buffer``."""
+    if not rec.is_enabled():
+        return
+    recorder = rec.current_recorder()
+    if recorder is None:
+        return
+    reason, detail, args = _realize_reason(buffer)
+    recorder.realizations[buffer.get_name()] = Realization(
+        buffer.get_name(), reason, detail, args
+    )
+
+
+def _realize_reason(buffer: Any) -> tuple[Reason, str, dict[str, Any]]:
+    """The innermost rule tag, refined by the buffer's own data where one rule
+    has several causes (the numbers it compared go to ``args``)."""
+    from .. import config, ir
+    from ..virtualized import V
+
+    data = getattr(buffer, "data", None)
+    rules = [code for code, is_rule in _realize_tags if is_rule]
+    mechanisms = [code for code, is_rule in _realize_tags if not is_rule]
+    code = rules[-1] if rules else mechanisms[-1] if mechanisms else None
+    node = getattr(V.graph, "current_node", None) if V.graph else None
+    op = str(node.target) if node is not None and node.op == "call_function" else ""
+    detail = f"lowering {op}" if op else ""
+    if code is Reason.NO_FUSION:
+        return code, detail, {}
+    if isinstance(data, ir.Reduction):
+        return Reason.REDUCTION_OUTPUT, detail, {}
+    if code is None:
+        return Reason.LOWERING_MATERIALIZES, detail, {}
+    args: dict[str, Any] = {}
+    if code is Reason.REUSE_TOO_MANY_READS:
+        # StorageBox.should_realize_on_reuse: one rule, three causes.
+        args = {
+            "reads": data.num_reads(),
+            "threshold": config.realize_reads_threshold,
+        }
+        if ir.is_cpu(data) and any(
+            op in data.inner_fn_opcount().used_ops for op in ("exp", "sigmoid")
+        ):
+            code = Reason.REUSE_CPU_HEAVY_OP
+        elif args["reads"] <= args["threshold"]:
+            code = Reason.REUSE_LARGE_INNER_FN
+    elif code is Reason.ACC_READS_EXCEEDED:
+        # TensorBox.has_exceeded_max_reads: accumulated reads or a large body.
+        if isinstance(data, ir.Pointwise):
+            args = {
+                "reads": data.num_reads(),
+                "threshold": config.realize_acc_reads_threshold,
+            }
+            if args["reads"] <= args["threshold"] and data.has_large_inner_fn():
+                code = Reason.ACC_LARGE_INNER_FN
+        else:
+            code = Reason.MULTI_USER_EXTERN_CONSUMER
+    return code, detail, args
+
+
+# ---------------------------------------------------------------------------
+# FX passes: GraphTransformObserver (every named Inductor FX pass) and
+# PatternMatcherPass.apply (match counts)
+
+
+@dataclasses.dataclass
+class FxPassWatch:
+    passname: str
+    names: set[str]
+
+
+@guarded
+def fx_pass_enter(gm: torch.fx.GraphModule, passname: str) -> FxPassWatch | None:
+    """Called when GraphTransformObserver enters: remember the graph's nodes."""
+    if not rec.is_enabled():
+        return None
+    return FxPassWatch(passname, {n.name for n in gm.graph.nodes})
+
+
+@guarded
+def fx_pass_exit(watch: FxPassWatch | None, gm: torch.fx.GraphModule) -> None:
+    """Called when GraphTransformObserver exits: record the pass if it changed the graph."""
+    if watch is None:
+        return
+    after = {n.name for n in gm.graph.nodes}
+    erased, created = watch.names - after, after - watch.names
+    if not erased and not created:
+        return
+    rec.keep_pending(
+        Remark(
+            Kind.ANALYSIS,
+            Reason.FX_PASS_REWROTE_GRAPH,
+            Stage.FX_PASS,
+            args={
+                "pass": watch.passname,
+                "nodes_before": len(watch.names),
+                "nodes_after": len(after),
+                "erased": len(erased),
+                "created": len(created),
+            },
+            detail=(
+                f"{watch.passname}: {len(watch.names)} -> {len(after)} nodes "
+                f"({len(erased)} erased, {len(created)} created)"
+            ),
+            graph=rec.compile_key(),
+        )
+    )
+
+
+@guarded
+def record_pattern_matches(pass_name: str, count: int) -> None:
+    """Called at the end of PatternMatcherPass.apply with its match count."""
+    if not count or not rec.is_enabled():
+        return
+    key = rec.compile_key()
+    for k, remark in reversed(rec.pending_remarks()):
+        if k == key and remark.args.get("pass") == pass_name:
+            remark.args["matches"] = remark.args.get("matches", 0) + count
+            return
+
+
+@guarded
+def record_pass_remark(remark: Remark) -> None:
+    """Keep a remark of an optional scheduler pass for the graph being compiled."""
+    if not rec.is_enabled():
+        return
+    remark.graph = remark.graph or rec.compile_key()
+    rec.keep_pending(remark)
+
+
+# ---------------------------------------------------------------------------
+# Scheduler: evaluated pairs and the rules that refused them
+
+
+def log_graph_header(nodes: Sequence[BaseSchedulerNode]) -> None:
+    """Open a graph's fusion log with its compile id and the code's identity."""
+    if not fusion_log.isEnabledFor(logging.DEBUG):
+        return
+    try:
+        fusion_log.debug(
+            "fusion remarks for graph %s by %s: %d scheduler nodes before fusion",
+            rec.graph_label(),
+            rec.producer_identity(),
+            len(nodes),
+        )
+    except Exception as e:  # never fail a compile because of instrumentation
+        rec.report_failure(e)
+
+
+def begin_fusion(scheduler: Scheduler) -> None:
+    """Called before ``Scheduler.fuse_nodes``: the graph's nodes before fusion."""
+    log_graph_header(scheduler.nodes)
+    if not rec.is_enabled():
+        return
+    try:
+        recorder = rec.current_recorder()
+        if recorder is not None:
+            recorder.base_nodes = [n.get_name() for n in scheduler.nodes]
+    except Exception as e:
+        rec.report_failure(e)
+
+
+def _base_names(node: BaseSchedulerNode) -> frozenset[str]:
+    return frozenset(n.get_name() for n in node.get_nodes())
+
+
+def evaluate_pair(
+    scheduler: Scheduler,
+    node1: BaseSchedulerNode,
+    node2: BaseSchedulerNode,
+    decide: Callable[[], bool],
+) -> bool:
+    """``Scheduler.can_fuse``: run the check (``decide``) and record its verdict.
+
+    Nested evaluations (a foreach or mix-order node evaluating its members)
+    add their refusals to the outermost pair, whose verdict is recorded.
+    """
+    recorder = rec.current_recorder(create=False) if rec.is_enabled() else None
+    if recorder is None and rec.forcing is None:
+        return decide()
+    if recorder is None:
+        recorder = rec.current_recorder()
+        if recorder is None:
+            return decide()
+    outermost = not recorder.evaluations
+    if outermost:
+        recorder.evaluations.append(Evaluation(node1, node2))
+    try:
+        result = decide()
+        if outermost and not result and rec.forcing is not None:
+            # fusion_check: evaluate the target pair again with one heuristic off.
+            result = rec.forcing.reconsider(recorder, node1, node2, decide)
+    finally:
+        evaluation = recorder.evaluations.pop() if outermost else None
+    if evaluation is not None:
+        _record_verdict(recorder, evaluation, result)
+    return result
+
+
+def evaluate_speedup(
+    scheduler: Scheduler,
+    node1: BaseSchedulerNode,
+    node2: BaseSchedulerNode,
+    decide: Callable[[], Any],
+) -> Any:
+    """``Scheduler.speedup_by_fusion``: a benchmark's refusal is a verdict too."""
+    if rec.forcing is not None:
+        forced = rec.forcing.forced_speedup(node1, node2)
+        if forced is not None:
+            return forced
+    result = decide()
+    if (
+        rec.is_enabled()
+        and not getattr(result, "should_fuse", True)
+        and getattr(result, "callable_fn", None) is None
+    ):
+        _amend_verdict(
+            node1,
+            node2,
+            Reason.BENCHMARK_SLOWER,
+            "benchmarking judged the fused kernel slower",
+        )
+    return result
+
+
+def why_no_fuse(why: WhyNoFuse, code: Reason | None) -> None:
+    """``WhyNoFuse.__call__``: a rule refused a pair, with its code.
+
+    Inside an evaluation the refusal explains it; after one (a cycle found by
+    ``will_fusion_create_cycle``, a benchmark) it overturns the pair's verdict.
+    """
+    if not rec.is_enabled() and rec.forcing is None:
+        return
+    try:
+        recorder = rec.current_recorder(create=False)
+        if recorder is None:
+            return
+        text = why.reason
+        try:
+            detail = text % why.args if why.args else text
+        except (TypeError, ValueError):
+            detail = text
+        if recorder.evaluations:
+            recorder.evaluations[0].refusals.append(Refusal(code, detail, {}))
+            return
+        if code is None:
+            return
+        if code is Reason.WOULD_CREATE_CYCLE and rec.forcing is not None:
+            rec.forcing.note_cycle(why.name1, why.name2)
+        _amend_verdict_by_names(recorder, why.name1, why.name2, code, detail)
+    except Exception as e:
+        rec.report_failure(e)
+
+
+def refused(
+    node1: BaseSchedulerNode, node2: BaseSchedulerNode, code: Reason, detail: str
+) -> None:
+    """A rule that refuses without a ``WhyNoFuse`` message refused this pair."""
+    if not rec.is_enabled() and rec.forcing is None:
+        return
+    try:
+        recorder = rec.current_recorder(create=False)
+        if recorder is not None and recorder.evaluations:
+            recorder.evaluations[0].refusals.append(
+                Refusal(code, detail, _rule_args(code, node1, node2))
+            )
+    except Exception as e:
+        rec.report_failure(e)
+
+
+def checked(
+    result: bool,
+    node1: BaseSchedulerNode,
+    node2: BaseSchedulerNode,
+    code: Reason,
+    check: str,
+) -> bool:
+    """Pass a silent rule's verdict through; a refusal is recorded as ``code``."""
+    if not result:
+        refused(node1, node2, code, _silent_detail(code, node1, node2, check))
+    return result
+
+
+def _ranges(node: Any) -> str:
+    try:
+        return str(node.group[1])
+    except Exception:
+        return "?"
+
+
+def _silent_detail(code: Reason, node1: Any, node2: Any, check: str) -> str:
+    if code is Reason.CPP_REDUCTION_PRODUCER:
+        return (
+            f"{check}: reduction producer with ranges {_ranges(node1)}, "
+            f"consumer ranges {_ranges(node2)}"
+        )
+    if code is Reason.CPP_RANGES_INCOMPATIBLE:
+        return f"{check}: ranges {_ranges(node1)} vs {_ranges(node2)}"
+    return f"{check} returned False"
+
+
+def _rule_args(code: Reason, node1: Any, node2: Any) -> dict[str, Any]:
+    if code.value.startswith("cpp_"):
+        return {"ranges1": _ranges(node1), "ranges2": _ranges(node2)}
+    return {}
+
+
+def epilogue_code(node2: BaseSchedulerNode) -> Reason:
+    """The rule behind upstream's one "template epilogue not satisfied" check."""
+    from .. import config
+
+    if node2.has_aliasing_or_mutation():
+        return Reason.EPILOGUE_MUTATION
+    if node2.is_reduction():
+        return Reason.EPILOGUE_REDUCTION
+    if config.epilogue_fusion:
+        return Reason.TEMPLATE_KERNEL
+    return Reason.EPILOGUE_DISABLED
+
+
+def heuristic_applies(code: Reason) -> bool:
+    """False only while ``fusion_check`` forces the pair under evaluation past
+    the heuristic ``code``; every heuristic that can be forced asks this."""
+    forcing = rec.forcing
+    if forcing is None:
+        return True
+    try:
+        return not forcing.bypasses(code)
+    except Exception as e:
+        rec.report_failure(e)
+        return True
+
+
+def _record_verdict(
+    recorder: rec.GraphRecorder, evaluation: Evaluation, fused: bool
+) -> None:
+    try:
+        node1, node2 = evaluation.node1, evaluation.node2
+        reason: Reason | None = None
+        detail = ""
+        args: dict[str, Any] = {}
+        if not fused:
+            reason, detail, args = rejection_reason(evaluation)
+        recorder.verdicts.append(
+            PairVerdict(
+                seq=recorder.next_seq(),
+                first=_base_names(node1),
+                second=_base_names(node2),
+                names=(node1.get_name(), node2.get_name()),
+                fused=fused,
+                reason=reason,
+                detail=detail,
+                args=args,
+                vertical=bool(
+                    node2.ancestors & _base_names(node1)
+                    if hasattr(node2, "ancestors")
+                    else False
+                ),
+            )
+        )
+    except Exception as e:
+        rec.report_failure(e)
+
+
+def rejection_reason(evaluation: Evaluation) -> tuple[Reason, str, dict[str, Any]]:
+    """The code of a refused pair: the first coded refusal its rules made."""
+    node1, node2 = evaluation.node1, evaluation.node2
+    for refusal in evaluation.refusals:
+        if refusal.code is None:
+            continue
+        args = dict(refusal.args)
+        detail = refusal.detail
+        if refusal.code is Reason.NO_SHARED_DATA:
+            common = sorted(node1.used_buffer_names() & node2.used_buffer_names())
+            if common:
+                # Upstream's text reads as if nothing were shared; say what is.
+                args["common_buffers"] = common
+                detail += (
+                    f": both access {', '.join(common)}, but at different "
+                    "indices, so no memory access would be saved"
+                )
+        return refusal.code, detail, args
+    if node1 is node2:
+        return Reason.NOT_PROPOSED, "a node paired with itself", {}
+    if node1.is_extern() or node2.is_extern():
+        return Reason.EXTERN_OR_NOP, "one node is an extern kernel", {}
+    if evaluation.refusals:  # a message logged without a code
+        return Reason.BACKEND_REJECTED, evaluation.refusals[0].detail, {}
+    return Reason.BACKEND_REJECTED, "Scheduler.can_fuse returned False silently", {}
+
+
+def _amend_verdict(node1: Any, node2: Any, reason: Reason, detail: str) -> None:
+    recorder = rec.current_recorder(create=False)
+    if recorder is None:
+        return
+    first, second = _base_names(node1), _base_names(node2)
+    for verdict in reversed(recorder.verdicts):
+        if verdict.first == first and verdict.second == second:
+            verdict.fused = False
+            verdict.reason = reason
+            verdict.detail = detail
+            return
+
+
+def _amend_verdict_by_names(
+    recorder: rec.GraphRecorder, name1: str, name2: str, reason: Reason, detail: str
+) -> None:
+    for verdict in reversed(recorder.verdicts):
+        if verdict.names == (name1, name2):
+            verdict.fused = False
+            verdict.reason = reason
+            verdict.detail = detail
+            return
+
+
+# ---------------------------------------------------------------------------
+# Codegen: which kernels each scheduler node became
+
+
+def generating(node: BaseSchedulerNode) -> None:
+    """``Scheduler._codegen`` is about to generate ``node``'s code."""
+    if not rec.is_enabled():
+        return
+    try:
+        from .. import metrics
+
+        recorder = rec.current_recorder(create=False)
+        if recorder is None:
+            return
+        _close_generating(recorder)
+        recorder.generating = (node.get_name(), metrics.generated_kernel_count)
+    except Exception as e:
+        rec.report_failure(e)
+
+
+def _close_generating(recorder: rec.GraphRecorder) -> None:
+    from .. import metrics
+
+    if recorder.generating is not None:
+        name, before = recorder.generating
+        recorder.kernel_counts[name] = (
+            recorder.kernel_counts.get(name, 0)
+            + metrics.generated_kernel_count
+            - before
+        )
+        recorder.generating = None
+
+
+def kernel_defined(kernel_name: str, nodes: Any) -> None:
+    """A backend's ``define_kernel`` named the function holding ``nodes``."""
+    if not rec.is_enabled():
+        return
+    try:
+        recorder = rec.current_recorder(create=False)
+        if recorder is None:
+            return
+        for node in nodes or ():
+            get_nodes = getattr(node, "get_nodes", None)
+            if get_nodes is None:
+                continue  # a marker such as EnableReduction
+            for sub in get_nodes():
+                recorder.kernel_functions.setdefault(sub.get_name(), kernel_name)
+    except Exception as e:
+        rec.report_failure(e)
+
+
+@contextlib.contextmanager
+def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
+    """Around ``Scheduler.codegen``; on success, analyse and publish the graph."""
+    from .. import metrics
+
+    before = metrics.generated_kernel_count
+    yield
+    if not rec.is_enabled():
+        return
+    try:
+        recorder = rec.current_recorder(create=False)
+        if recorder is None or not recorder.base_nodes:
+            return
+        _close_generating(recorder)
+        report = analysis.analyze_graph(scheduler, recorder, rec.graph_label())
+        # Inductor's metric also counts kernels made while autotuning during
+        # lowering; what this graph's codegen generated is the difference.
+        report["generated_kernel_count"] = metrics.generated_kernel_count - before
+        report["remarks"].extend(r.to_json() for r in rec.take_pending_remarks())
+        report["remarks"].extend(r.to_json() for r in analysis.held_off_remarks(report))
+        sinks.publish(report)
+        recorder.published = report
+    except Exception as e:
+        rec.report_failure(e)
+
+
+# ---------------------------------------------------------------------------
+# Inductor's FX graph cache: a hit skips lowering and scheduling, so the report
+# of a graph is stored with its cache entry and replayed on a hit, the way
+# upstream replays metrics and trace artifacts of cached graphs.
+
+
+@guarded
+def report_for_cache(graph: Any) -> dict[str, Any] | None:
+    """The report of ``graph`` (a GraphLowering) to store with its cache entry.
+
+    Called by ``CompiledFxGraph.__init__``; None when remarks were off.  The
+    report is reduced to plain JSON data so that it pickles with the entry.
+    """
+    recorder = getattr(graph, "_fusion_recorder", None)
+    report = getattr(recorder, "published", None)
+    if report is None:
+        return None
+    return json.loads(json.dumps(report, default=str))
+
+
+@guarded
+def replay_cached_report(compiled: Any) -> None:
+    """Called on an FX graph cache hit with the loaded ``CompiledFxGraph``."""
+    if not rec.is_enabled():
+        return
+    import copy
+
+    from torch._guards import CompileContext
+
+    compile_id = CompileContext.current_compile_id()
+    label = str(compile_id) if compile_id is not None else "<no compile id>"
+    stored = getattr(compiled, "fusion_report", None)
+    if stored is None:
+        fusion_log.debug(
+            "graph %s: loaded from Inductor's FX graph cache (key %s), whose entry was "
+            "written with fusion remarks off: %s. To explain it, compile it again "
+            "with TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 or inside "
+            "torch._inductor.fusion_report.capture().",
+            label,
+            getattr(compiled, "cache_key", "?"),
+            Reason.CACHE_HIT_WITHOUT_REMARKS.value,
+        )
+        return
+    report = copy.deepcopy(stored)
+    if str(stored.get("compile_id", "")).endswith(" backward"):
+        label += " backward"
+    report["compiled_as"] = stored.get("compile_id")
+    report["compile_id"] = label
+    report["remarks"] = [
+        dict(r, graph=label) if r.get("graph") else r for r in report["remarks"]
+    ]
+    sinks.publish(report, cache="replayed")

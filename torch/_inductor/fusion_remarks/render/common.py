@@ -1,0 +1,151 @@
+"""Small helpers shared by the renderers of a fusion report.
+
+Escaping, byte counts, source locations (``file:line``) and their anchors in
+the annotated source, the ids of graphs and boundaries, links between graphs,
+and the summary of a Dynamo graph break: what :mod:`.html`, :mod:`.graphviz`
+and :mod:`.source` all need.  Like the renderers, these read only the report's
+JSON, every field with a default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import os
+import re
+from typing import Any
+
+
+__all__ = [
+    "GRAPH_BREAK",
+    "boundary_id",
+    "break_summary",
+    "computing_ops",
+    "esc",
+    "fmt_bytes",
+    "graph_anchor",
+    "graph_links",
+    "short_source",
+    "source_anchor",
+    "source_link",
+    "split_source",
+]
+
+# graph breaks are not boundaries inside a graph, but they separate kernels
+# all the same; they enter the reason table under this code.
+GRAPH_BREAK = ("graph_break", "legality", "dynamo")
+
+
+def esc(value: object) -> str:
+    """``value`` as HTML text or attribute value (None as the empty string)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def graph_anchor(compile_id: str) -> str:
+    """The id of a graph's section: ``graph-`` and the compile id, non-alnum as ``-``."""
+    return "graph-" + re.sub(r"[^0-9A-Za-z]", "-", str(compile_id))
+
+
+def fmt_bytes(n: object) -> str:
+    """A byte count for people (``1.5 MiB``), or "" when ``n`` is not a number."""
+    if not isinstance(n, (int, float)) or isinstance(n, bool):
+        return ""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return str(n)  # unreachable
+
+
+def split_source(source: object) -> tuple[str, int] | None:
+    """``(path, line)`` of a ``path:line`` source location, or None."""
+    if not isinstance(source, str) or ":" not in source:
+        return None
+    path, _, line = source.rpartition(":")
+    try:
+        return path, int(line)
+    except ValueError:
+        return None
+
+
+def short_source(source: object) -> str:
+    """A source location as ``file.py:line``, without its directory."""
+    split = split_source(source)
+    if split is None:
+        return "" if source is None else str(source)
+    return f"{os.path.basename(split[0])}:{split[1]}"
+
+
+def source_anchor(source: object) -> str | None:
+    """The id of a source line in the annotated source (``src-<file>-L<line>``)."""
+    split = split_source(source)
+    if split is None:
+        return None
+    digest = hashlib.sha1(split[0].encode("utf-8", "replace")).hexdigest()[:8]
+    return f"src-{digest}-L{split[1]}"
+
+
+def source_link(source: object) -> str:
+    """``file:line`` linked to that line of the annotated source."""
+    anchor = source_anchor(source)
+    text = f'<code title="{esc(source)}">{esc(short_source(source))}</code>'
+    return f'<a href="#{anchor}">{text}</a>' if anchor else text
+
+
+def computing_ops(graph: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ops of a graph whose ``computes`` flag is set, in graph order."""
+    return [op for op in graph.get("ops") or [] if op.get("computes")]
+
+
+def boundary_id(slug: str, index: int) -> str:
+    """The id of a boundary's row in its graph's boundary table."""
+    return f"b-{slug}-{index}"
+
+
+def graph_links(ids: list[str], graphs: list[dict[str, Any]], slugs: list[str]) -> str:
+    """Links to the sections of the graphs with these compile ids (and their backward)."""
+    parts = []
+    linked: set[str] = set()
+    for cid in ids:
+        # "1/0" also names its backward "1/0 backward", which the list may
+        # name again: each graph is linked once.
+        targets = [
+            (g.get("compile_id", ""), slug)
+            for g, slug in zip(graphs, slugs)
+            if g.get("compile_id") == cid
+            or str(g.get("compile_id", "")).startswith(f"{cid} ")
+        ]
+        if not targets:
+            parts.append(f'<span title="not in this capture">graph {esc(cid)}</span>')
+        for name, slug in targets:
+            if slug not in linked:
+                linked.add(slug)
+                parts.append(
+                    f'<a class="graph-link" href="#{esc(slug)}">graph {esc(name)}</a>'
+                )
+    return ", ".join(parts) or "none"
+
+
+def break_summary(brk: dict[str, Any]) -> tuple[str, str]:
+    """A graph break's headline and one-line reason, from Dynamo's message.
+
+    Dynamo's message (``detail``) is many lines: "Encountered graph break when
+    attempting to trace ...", the kind of break (``gb_type``), an
+    "Explanation:", hints and a debug context.  The kind and the explanation
+    say why; the whole message is kept on the page, folded.
+    """
+    detail = str(brk.get("detail") or "")
+    lines = [line.strip() for line in detail.splitlines() if line.strip()]
+    headline = str(brk.get("gb_type") or "") or (lines[0] if lines else "graph break")
+    explanation = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in lines
+            if line.startswith("Explanation:")
+        ),
+        "",
+    )
+    if not explanation:
+        explanation = next((line for line in lines if line != headline), "")
+    return headline, explanation

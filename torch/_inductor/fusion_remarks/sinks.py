@@ -1,0 +1,80 @@
+"""The sinks: where an analysed graph report goes.
+
+The active ``fusion_report.capture()`` blocks, the ``fusion`` log artifact
+(rendered as text) and ``TORCH_TRACE`` (the structured artifact
+``inductor_fusion_remarks``, which tlparse lists).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from typing import Any
+
+import torch._logging
+
+from . import graph_breaks, recorder as rec
+from .model import Remark
+from .render.text import render_graph
+from .taxonomy import Kind, Reason, Stage
+
+
+# 2: top-level ``graph_breaks``; boundaries' ``args`` carry ``bytes`` and the
+# refused pair's ``producer_nodes``/``consumer_nodes``; ``fusible_check``.
+SCHEMA_VERSION = 2
+
+
+def publish(graph: dict[str, Any], cache: str | None = None) -> None:
+    """Hand one analysed graph to the captures, the fusion log and TORCH_TRACE.
+
+    ``cache`` says where the graph came from: ``"replayed"`` from an FX graph
+    cache entry; by default ``"bypassed"`` under a capture (which turns the
+    caches off), else ``"miss"`` (compiled, whether or not a cache was on).
+    """
+    if cache is None:
+        cache = "bypassed" if rec.captures() else "miss"
+    graph["cache"] = cache
+    reason = {
+        "bypassed": Reason.CACHE_BYPASSED,
+        "replayed": Reason.CACHE_REPLAYED,
+    }.get(cache)
+    if reason is not None:
+        graph["remarks"].append(
+            Remark(
+                Kind.ANALYSIS,
+                reason,
+                Stage.CACHE,
+                detail=(
+                    f"compiled as graph {graph.get('compiled_as')}"
+                    if cache == "replayed"
+                    else "fx_graph_cache and autograd_cache off while capturing"
+                ),
+                graph=graph["compile_id"],
+            ).to_json()
+        )
+    for active in rec.captures():
+        active.graphs.append(graph)
+    graph_breaks.note_published(graph)
+    if rec.fusion_log.isEnabledFor(logging.DEBUG):
+        rec.fusion_log.debug(
+            "%s", render_graph(graph, evaluated_pairs=verbose_log_requested())
+        )
+    torch._logging.trace_structured(
+        "artifact",
+        metadata_fn=lambda: {
+            "name": "inductor_fusion_remarks",
+            "encoding": "json",
+        },
+        payload_fn=lambda: json.dumps(
+            {"schema_version": SCHEMA_VERSION, "graph": graph}, default=str
+        ),
+    )
+
+
+def verbose_log_requested() -> bool:
+    """``TORCH_LOGS=+fusion``: torch._logging ignores '+' on artifacts, so read it here."""
+    return bool(
+        re.search(r"(^|,)\s*\+fusion\s*(,|$)", os.environ.get("TORCH_LOGS", ""))
+    )

@@ -1,0 +1,521 @@
+"""The fusion-remark taxonomy: every reason code, its category and meaning, in one table.
+
+Kinds, categories and stages of a remark (``DESIGN.md`` section 3) and the
+:class:`Reason` codes with :data:`REASON_INFO`, from which the JSON Schema's
+enum (``fusion_report_schema.json``) and the docs table
+(``docs/source/torch.compiler_fusion_remarks.md``, ``tools/update_fusion_docs.py``)
+are generated and tested.  The bottom layer of the package: it imports nothing
+of Inductor.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Kind(str, enum.Enum):
+    FUSED = "fused"
+    MISSED = "missed"
+    ANALYSIS = "analysis"
+
+
+class Category(str, enum.Enum):
+    """Why a boundary exists, in five classes a user can act on differently."""
+
+    LEGALITY = "legality"  # fusing would be wrong or impossible
+    HEURISTIC = "heuristic"  # legal, judged unprofitable
+    BACKEND = "backend"  # this backend cannot generate it
+    CONFIG = "config"  # a flag disabled it
+    NOT_CONSIDERED = "not_considered"  # the pair was never proposed
+    FUSED = "fused"  # not a boundary: the reason two ops share a kernel
+    ANALYSIS = "analysis"  # not a boundary: what a pass did to the graph
+
+
+class Stage(str, enum.Enum):
+    DYNAMO = "dynamo"
+    FX_PASS = "fx_pass"
+    LOWERING = "lowering"
+    SCHEDULER = "scheduler"
+    CODEGEN = "codegen"
+    CACHE = "cache"
+    # The FX fusion arm (torch._inductor.fx_fusion), not Inductor.
+    FX_FUSION = "fx_fusion"
+    # The optional launch-bound combo-kernel pass (launch_bound_combo.py).
+    LAUNCH_BOUND_COMBO = "launch_bound_combo"
+
+
+_L, _H, _B, _C, _N, _F, _A = (
+    Category.LEGALITY,
+    Category.HEURISTIC,
+    Category.BACKEND,
+    Category.CONFIG,
+    Category.NOT_CONSIDERED,
+    Category.FUSED,
+    Category.ANALYSIS,
+)
+
+
+class Reason(str, enum.Enum):
+    """The taxonomy: one stable snake_case code per rule that fuses or separates.
+
+    Each member's value is its code; :data:`REASON_INFO` gives its category and
+    a one-line meaning.  The docs table is generated from (and tested against)
+    these two.
+    """
+
+    # Fused: why ops share a kernel.
+    INLINED = "inlined"
+    FUSED_VERTICAL = "fused_vertical"
+    FUSED_HORIZONTAL = "fused_horizontal"
+    FUSED_TEMPLATE_EPILOGUE = "fused_template_epilogue"
+    FUSED_TEMPLATE_PROLOGUE = "fused_template_prologue"
+    RECOMPUTED = "recomputed"
+    # Lowering: why a value became a buffer of its own (stage lowering).
+    REDUCTION_OUTPUT = "reduction_output"
+    GRAPH_OUTPUT = "graph_output"
+    OUTPUT_VIEW = "output_view"
+    OUTPUT_STRIDE_CONSTRAINT = "output_stride_constraint"
+    FIXED_LAYOUT_FOR_CONSUMER = "fixed_layout_for_consumer"
+    MULTI_USER_EXTERN_CONSUMER = "multi_user_extern_consumer"
+    MULTI_USER_WITH_OUTPUT = "multi_user_with_output"
+    REUSE_CPU_HEAVY_OP = "reuse_cpu_heavy_op"
+    REUSE_TOO_MANY_READS = "reuse_too_many_reads"
+    REUSE_LARGE_INNER_FN = "reuse_large_inner_fn"
+    ACC_READS_EXCEEDED = "acc_reads_exceeded"
+    ACC_LARGE_INNER_FN = "acc_large_inner_fn"
+    POINTWISE_OPCOUNT_LIMIT = "pointwise_opcount_limit"
+    REALIZE_TO_STRIDES = "realize_to_strides"
+    EXTERN_INPUT = "extern_input"
+    READERS_BEFORE_MUTATION = "readers_before_mutation"
+    MUTATION = "mutation"
+    CONCAT_KERNEL = "concat_kernel"
+    LOWERING_MATERIALIZES = "lowering_materializes"
+    EXTERN_KERNEL = "extern_kernel"
+    FALLBACK_KERNEL = "fallback_kernel"
+    TEMPLATE_KERNEL = "template_kernel"
+    # Scheduler: structural gates.
+    GROUPED_NODE = "grouped_node"
+    EXTERN_OR_NOP = "extern_or_nop"
+    WRONG_ORDER = "wrong_order"
+    BUFFER_MARKED_NO_FUSE = "buffer_marked_no_fuse"
+    DEVICE_MISMATCH = "device_mismatch"
+    # Scheduler: template prologue and epilogue rules.
+    PROLOGUE_DISABLED = "prologue_disabled"
+    PROLOGUE_NOT_POINTWISE = "prologue_not_pointwise"
+    PROLOGUE_NON_TRITON_TEMPLATE = "prologue_non_triton_template"
+    PROLOGUE_INPUT_NOT_ALLOWED = "prologue_input_not_allowed"
+    PROLOGUE_MUTATION = "prologue_mutation"
+    PROLOGUE_MULTI_USE = "prologue_multi_use"
+    PROLOGUE_INCREASES_READS = "prologue_increases_reads"
+    PROLOGUE_PADDING = "prologue_padding"
+    PROLOGUE_NEEDS_UPCAST = "prologue_needs_upcast"
+    EPILOGUE_DISABLED = "epilogue_disabled"
+    EPILOGUE_REDUCTION = "epilogue_reduction"
+    EPILOGUE_MUTATION = "epilogue_mutation"
+    # Scheduler: dependencies and cycles.
+    DEP_MISMATCH = "dep_mismatch"
+    INTERMEDIATE_NODE_BETWEEN = "intermediate_node_between"
+    WOULD_CREATE_CYCLE = "would_create_cycle"
+    # Scheduler: InductorChoices heuristics.
+    NO_SHARED_DATA = "no_shared_data"
+    INDEXING_MISMATCH = "indexing_mismatch"
+    EXCEEDS_MAX_FUSION_SIZE = "exceeds_max_fusion_size"
+    PEAK_MEMORY_INCREASE = "peak_memory_increase"
+    TOO_MANY_IO_BUFFERS = "too_many_io_buffers"
+    SCORE_BELOW_THRESHOLD = "score_below_threshold"
+    NODES_TOO_FAR_APART = "nodes_too_far_apart"
+    # Scheduler: backends.
+    FOREACH_INCOMPATIBLE = "foreach_incompatible"
+    REDUCTION_SHAPE_MISMATCH = "reduction_shape_mismatch"
+    POINTWISE_NUMEL_MISMATCH = "pointwise_numel_mismatch"
+    NATIVE_MATMUL_TILING = "native_matmul_tiling"
+    PROLOGUE_NUMEL_MISMATCH = "prologue_numel_mismatch"
+    TILING_MISMATCH = "tiling_mismatch"
+    POINTWISE_INTO_REDUCTION_RANGES = "pointwise_into_reduction_ranges"
+    REDUCTION_TILING_INVALID = "reduction_tiling_invalid"
+    REDUCTION_EPILOGUE_NUMEL_MISMATCH = "reduction_epilogue_numel_mismatch"
+    CPP_REDUCTION_PRODUCER = "cpp_reduction_producer"
+    CPP_RANGES_INCOMPATIBLE = "cpp_ranges_incompatible"
+    CPP_TEMPLATE_FUSION = "cpp_template_fusion"
+    CPP_MAX_HORIZONTAL_SIZE = "cpp_max_horizontal_size"
+    CUTLASS_EPILOGUE_UNSUPPORTED = "cutlass_epilogue_unsupported"
+    BACKEND_REJECTED = "backend_rejected"
+    # Scheduler: benchmark-based decisions.
+    BENCHMARK_SLOWER = "benchmark_slower"
+    REGISTER_SPILLING = "register_spilling"
+    # Never proposed.
+    NOT_PROPOSED = "not_proposed"
+    NO_COMMON_BUFFER = "no_common_buffer"
+    # Graph breaks.
+    GRAPH_BREAK = "graph_break"
+    # FX passes (pre-grad, joint-graph, post-grad, pattern replacements).
+    FX_PASS_REWROTE_GRAPH = "fx_pass_rewrote_graph"
+    # Inductor's caches: where a graph's remarks came from.
+    CACHE_BYPASSED = "cache_bypassed"
+    CACHE_REPLAYED = "cache_replayed"
+    CACHE_HIT_WITHOUT_REMARKS = "cache_hit_without_remarks"
+    # Ablation switches (fusion_ablation.py).
+    NO_FUSION = "no_fusion"
+    CONFIG_HELD_OFF = "config_held_off"
+    # The FX fusion arm (fx_fusion/, backend="fx_fusion").
+    FX_FUSED = "fx_fused"
+    FX_UNSUPPORTED_OP = "fx_unsupported_op"
+    FX_ITERATION_SPACE_MISMATCH = "fx_iteration_space_mismatch"
+    FX_REDUCTION_MISMATCH = "fx_reduction_mismatch"
+    FX_VIEW_NOT_FOLDED = "fx_view_not_folded"
+    # The launch-bound combo-kernel pass (launch_bound_combo.py).
+    COMBINED_LAUNCH_BOUND = "combined_launch_bound"
+    COMBO_NOT_LAUNCH_BOUND = "combo_not_launch_bound"
+
+    @property
+    def category(self) -> Category:
+        return REASON_INFO[self][0]
+
+    @property
+    def description(self) -> str:
+        return REASON_INFO[self][1]
+
+
+R = Reason
+REASON_INFO: dict[Reason, tuple[Category, str]] = {
+    R.INLINED: (
+        _F,
+        "the producer was inlined into the consumer's loop body during lowering",
+    ),
+    R.FUSED_VERTICAL: (
+        _F,
+        "the scheduler fused a producer node with its consumer node",
+    ),
+    R.FUSED_HORIZONTAL: (
+        _F,
+        "the scheduler fused two independent nodes that share inputs or shapes",
+    ),
+    R.FUSED_TEMPLATE_EPILOGUE: (
+        _F,
+        "a pointwise consumer was fused into a template (e.g. a Triton matmul) as its epilogue",
+    ),
+    R.FUSED_TEMPLATE_PROLOGUE: (
+        _F,
+        "a pointwise producer was fused into a template as its prologue",
+    ),
+    R.RECOMPUTED: (
+        _F,
+        "an inlined op is computed again in each of several kernels instead of being stored once",
+    ),
+    R.REDUCTION_OUTPUT: (
+        _B,
+        "a reduction's result is always stored to a buffer; its consumers load it in another loop nest",
+    ),
+    R.GRAPH_OUTPUT: (
+        _L,
+        "a graph output must be materialized in memory: the caller reads it after the graph returns, so it cannot live only inside a kernel",
+    ),
+    R.OUTPUT_VIEW: (
+        _L,
+        "a graph output that is a view is realized for correct aliasing: without its own buffer the returned view would not alias the storage eager returns",
+    ),
+    R.OUTPUT_STRIDE_CONSTRAINT: (
+        _L,
+        "a graph output (or as_strided input) must have eager's strides, so it is copied into a buffer: produced in another kernel's layout it would have the wrong strides",
+    ),
+    R.FIXED_LAYOUT_FOR_CONSUMER: (
+        _L,
+        "a consumer (mm, conv, a mkldnn op) needs a fixed memory layout: it reads its input from memory in that layout, so the input cannot stay inside a fused loop",
+    ),
+    R.MULTI_USER_EXTERN_CONSUMER: (
+        _H,
+        "a value with several users, one of which is an extern kernel, is stored rather than recomputed",
+    ),
+    R.MULTI_USER_WITH_OUTPUT: (
+        _L,
+        "a value used by the graph output and by other ops is stored once: the output must exist in memory, and its other users read that buffer",
+    ),
+    R.REUSE_CPU_HEAVY_OP: (
+        _H,
+        "on CPU, a reused value computed with exp or sigmoid is stored rather than recomputed",
+    ),
+    R.REUSE_TOO_MANY_READS: (
+        _H,
+        "a reused value reads more than config.realize_reads_threshold inputs, so it is stored",
+    ),
+    R.REUSE_LARGE_INNER_FN: (
+        _H,
+        "a reused value's loop body has more than config.realize_opcount_threshold ops, so it is stored",
+    ),
+    R.ACC_READS_EXCEEDED: (
+        _H,
+        "a pointwise value accumulated more than config.realize_acc_reads_threshold reads, so it is stored",
+    ),
+    R.ACC_LARGE_INNER_FN: (
+        _H,
+        "a pointwise value's loop body grew beyond config.realize_opcount_threshold ops, so it is stored",
+    ),
+    R.POINTWISE_OPCOUNT_LIMIT: (
+        _H,
+        "a pointwise loop body grew beyond 100 ops (a recursion guard), so it is stored",
+    ),
+    R.REALIZE_TO_STRIDES: (
+        _L,
+        "an FX pass asked for this value to be realized with given strides: inlined, it would lose the layout that pass relies on",
+    ),
+    R.EXTERN_INPUT: (
+        _B,
+        "an extern kernel (ATen call, library kernel) reads its inputs from memory",
+    ),
+    R.READERS_BEFORE_MUTATION: (
+        _L,
+        "readers of a buffer are realized before the buffer is mutated in place: moved into a later kernel they would read the mutated values",
+    ),
+    R.MUTATION: (
+        _L,
+        "an in-place mutation writes its value to the mutated buffer: every alias of the buffer must see the write, so it cannot stay inside a kernel",
+    ),
+    R.CONCAT_KERNEL: (_H, "cat writes each input into a slice of its output buffer"),
+    R.LOWERING_MATERIALIZES: (
+        _B,
+        "the op's lowering stores this value (the detail names the lowering)",
+    ),
+    R.EXTERN_KERNEL: (
+        _B,
+        "an extern kernel (an ATen or library call such as mm or conv) cannot be fused with generated code",
+    ),
+    R.FALLBACK_KERNEL: (
+        _B,
+        "the op has no Inductor lowering and runs its ATen kernel, which cannot be fused",
+    ),
+    R.TEMPLATE_KERNEL: (
+        _B,
+        "a template kernel only fuses pointwise epilogues/prologues that meet its rules",
+    ),
+    R.GROUPED_NODE: (
+        _L,
+        "grouped scheduler nodes (kept together for communication overlap) are never fused: fusing would break the order the overlap relies on",
+    ),
+    R.EXTERN_OR_NOP: (_B, "one node is an extern kernel or does no computation"),
+    R.WRONG_ORDER: (
+        _L,
+        "the second node is an ancestor of the first: fused in this order, the kernel would read a value before computing it",
+    ),
+    R.BUFFER_MARKED_NO_FUSE: (
+        _C,
+        "a buffer is explicitly excluded from fusion (compute/communication overlap)",
+    ),
+    R.DEVICE_MISMATCH: (
+        _L,
+        "the nodes run on different devices: one kernel runs on one device and cannot compute on the other's memory",
+    ),
+    R.PROLOGUE_DISABLED: (_C, "config.prologue_fusion is off"),
+    R.PROLOGUE_NOT_POINTWISE: (
+        _B,
+        "only pointwise nodes can be fused into a template as a prologue",
+    ),
+    R.PROLOGUE_NON_TRITON_TEMPLATE: (
+        _B,
+        "prologue fusion is only implemented for Triton templates",
+    ),
+    R.PROLOGUE_INPUT_NOT_ALLOWED: (
+        _B,
+        "the template does not accept a prologue for this input",
+    ),
+    R.PROLOGUE_MUTATION: (
+        _L,
+        "a prologue must be functional (no aliasing or mutation): the template may load its input several times, so a side effect would repeat or be read half-done",
+    ),
+    R.PROLOGUE_MULTI_USE: (
+        _L,
+        "a prologue's output may have no users besides the template: fused into it, the value is never stored, so other users would have nothing to read",
+    ),
+    R.PROLOGUE_INCREASES_READS: (
+        _H,
+        "the prologue would make the template read more bytes",
+    ),
+    R.PROLOGUE_PADDING: (
+        _H,
+        "a padding prologue would add unaligned reads to the template",
+    ),
+    R.PROLOGUE_NEEDS_UPCAST: (
+        _H,
+        "the prologue must be upcast to fp32, unprofitable in a low-precision template",
+    ),
+    R.EPILOGUE_DISABLED: (_C, "config.epilogue_fusion is off"),
+    R.EPILOGUE_REDUCTION: (_B, "a reduction cannot be a template epilogue"),
+    R.EPILOGUE_MUTATION: (
+        _L,
+        "a template epilogue must not alias or mutate: the template writes its output tile by tile, so a mutation or alias would be seen half-done",
+    ),
+    R.DEP_MISMATCH: (
+        _L,
+        "the consumer reads the producer's buffer at other indices than the producer writes (transposed, shifted, indirect or whole-buffer reads): in one loop, an iteration would read elements other iterations have not written yet",
+    ),
+    R.INTERMEDIATE_NODE_BETWEEN: (
+        _L,
+        "another node depends on the producer and feeds the consumer: it must run after the producer and before the consumer, impossible if both are one kernel",
+    ),
+    R.WOULD_CREATE_CYCLE: (
+        _L,
+        "fusing would create a cycle through other nodes: the fused kernel would both feed and wait for another kernel, so no order could run them",
+    ),
+    R.NO_SHARED_DATA: (
+        _H,
+        "the nodes read or write no identical memory access, so fusing saves no memory traffic",
+    ),
+    R.INDEXING_MISMATCH: (
+        _H,
+        "the nodes share buffers but access them with different indexing",
+    ),
+    R.EXCEEDS_MAX_FUSION_SIZE: (
+        _H,
+        "the fused node would hold more than config.max_fusion_size nodes",
+    ),
+    R.PEAK_MEMORY_INCREASE: (_H, "fusing would increase peak memory"),
+    R.TOO_MANY_IO_BUFFERS: (
+        _H,
+        "the fused kernel would read and write more than config.max_fusion_unique_io_buffers buffers",
+    ),
+    R.SCORE_BELOW_THRESHOLD: (
+        _H,
+        "a horizontal pair shares less than config.score_fusion_memory_threshold bytes",
+    ),
+    R.NODES_TOO_FAR_APART: (
+        _H,
+        "the nodes are too far apart in the original order; fusing may increase peak memory",
+    ),
+    R.FOREACH_INCOMPATIBLE: (
+        _B,
+        "a foreach kernel cannot take this node (reductions, length or dependency mismatch)",
+    ),
+    R.REDUCTION_SHAPE_MISMATCH: (
+        _B,
+        "two reductions over different (numel, rnumel) cannot share a Triton kernel",
+    ),
+    R.POINTWISE_NUMEL_MISMATCH: (
+        _B,
+        "two pointwise nodes over different numbers of elements",
+    ),
+    R.NATIVE_MATMUL_TILING: (
+        _B,
+        "the loop order is incompatible with native matmul tiling",
+    ),
+    R.PROLOGUE_NUMEL_MISMATCH: (
+        _B,
+        "the prologue's size differs from the template's other prologues",
+    ),
+    R.TILING_MISMATCH: (
+        _H,
+        "the nodes prefer different 2D/3D tilings (config.triton.tiling_prevents_pointwise_fusion)",
+    ),
+    R.POINTWISE_INTO_REDUCTION_RANGES: (
+        _B,
+        "a pointwise producer's ranges cannot be split into the reduction's (numel, rnumel)",
+    ),
+    R.REDUCTION_TILING_INVALID: (
+        _H,
+        "the pointwise node's tiling does not fit the reduction (config.triton.tiling_prevents_reduction_fusion)",
+    ),
+    R.REDUCTION_EPILOGUE_NUMEL_MISMATCH: (
+        _B,
+        "a pointwise consumer's size matches neither the reduction's output nor its input",
+    ),
+    R.CPP_REDUCTION_PRODUCER: (
+        _B,
+        "the C++ backend fuses a reduction with a consumer only by outer-loop fusion, which does not apply here",
+    ),
+    R.CPP_RANGES_INCOMPATIBLE: (
+        _B,
+        "the C++ backend cannot put loop nests with these iteration ranges in one loop nest",
+    ),
+    R.CPP_TEMPLATE_FUSION: (
+        _B,
+        "the C++ backend cannot fuse this node with a C++ template",
+    ),
+    R.CPP_MAX_HORIZONTAL_SIZE: (
+        _H,
+        "horizontal fusion would exceed config.cpp.max_horizontal_fusion_size",
+    ),
+    R.CUTLASS_EPILOGUE_UNSUPPORTED: (
+        _B,
+        "the CUTLASS/CuteDSL epilogue rules reject this node",
+    ),
+    R.BACKEND_REJECTED: (
+        _B,
+        "the device backend's fusion check rejected the pair (the detail names the check)",
+    ),
+    R.BENCHMARK_SLOWER: (
+        _H,
+        "benchmarking showed the fused kernel slower than the two kernels",
+    ),
+    R.REGISTER_SPILLING: (_H, "a benchmarked kernel spills registers"),
+    R.NOT_PROPOSED: (
+        _N,
+        "the scheduler never evaluated this pair (the detail says why)",
+    ),
+    R.NO_COMMON_BUFFER: (
+        _N,
+        "the scheduler proposes only pairs that share a buffer, and this pair shares none",
+    ),
+    R.GRAPH_BREAK: (
+        _L,
+        "the ops are in different graphs, separated by a Dynamo graph break: Python runs between them, so no kernel can span both",
+    ),
+    R.FX_PASS_REWROTE_GRAPH: (
+        _A,
+        "an FX pass (e.g. a pattern replacement) changed the graph before lowering; args give matches and node counts",
+    ),
+    R.CACHE_BYPASSED: (
+        _A,
+        "a capture bypassed Inductor's FX graph and AOTAutograd caches, so the graph was compiled and explained afresh",
+    ),
+    R.CACHE_REPLAYED: (
+        _A,
+        "the graph was loaded from Inductor's FX graph cache; its remarks were stored with the cache entry when it was compiled and are replayed",
+    ),
+    R.CACHE_HIT_WITHOUT_REMARKS: (
+        _A,
+        "the graph was loaded from Inductor's FX graph cache from an entry written with remarks off, so there is nothing to replay",
+    ),
+    R.NO_FUSION: (
+        _C,
+        "config.no_fusion puts every computing op in a kernel of its own: realized at lowering, never fused by the scheduler",
+    ),
+    R.CONFIG_HELD_OFF: (
+        _C,
+        "an ablation switch (config.fusion_only or config.no_fusion) held an optimization off; args name the switch, option and value",
+    ),
+    R.FX_FUSED: (
+        _F,
+        "the FX fusion pass put the producer and its consumer in one generated kernel",
+    ),
+    R.FX_UNSUPPORTED_OP: (
+        _B,
+        "the FX fusion pass cannot express the op in its kernel IR (elementwise ops, casts, constants and sum/amax/amin/prod/mean/var reductions over static shapes), so it runs as its ATen kernel (the detail says what is missing)",
+    ),
+    R.FX_ITERATION_SPACE_MISMATCH: (
+        _B,
+        "the ops iterate over different spaces (a smaller or larger broadcast shape, or two dims read along one loop), which one FX fusion kernel cannot express",
+    ),
+    R.FX_REDUCTION_MISMATCH: (
+        _B,
+        "a reduction over other dims than the FX fusion kernel's reduction, or of a value computed once per reduced row, needs a kernel of its own",
+    ),
+    R.FX_VIEW_NOT_FOLDED: (
+        _B,
+        "the consumer reads the producer through a view (a slice, or a reshape that merges or splits dims) that the FX fusion pass does not fold into a kernel",
+    ),
+    R.COMBINED_LAUNCH_BOUND: (
+        _F,
+        "config.launch_bound_combo_kernels put independent kernels, each predicted to take less GPU time than its launch, in one combo kernel: one launch instead of several",
+    ),
+    R.COMBO_NOT_LAUNCH_BOUND: (
+        _H,
+        "config.launch_bound_combo_kernels kept an independent kernel out of a combo kernel: it moves more bytes than config.launch_bound_combo_max_bytes, so sharing block sizes could cost more than the launch saved",
+    ),
+}
+del R
+
+
+def reasons_table() -> dict[str, dict[str, str]]:
+    """The taxonomy as JSON: ``{code: {"category": ..., "description": ...}}``."""
+    return {
+        reason.value: {"category": category.value, "description": description}
+        for reason, (category, description) in REASON_INFO.items()
+    }
