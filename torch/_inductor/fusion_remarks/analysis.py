@@ -382,14 +382,20 @@ def _fused_remark(
 def _latest_verdict(
     recorder: GraphRecorder, a: frozenset[str], b: frozenset[str]
 ) -> PairVerdict | None:
+    """The last refusal of a pair holding producer side ``a`` and consumer side
+    ``b``, in the producer-first order where there is one: the scheduler also
+    tries a template or foreach consumer first (``get_possible_fusions``), and
+    that reversed try is refused as ``wrong_order`` after the rule that
+    decided (a template's prologue rules) refused the pair in its own order."""
+    reversed_refusal = None
     for verdict in reversed(recorder.verdicts):
         if verdict.fused:
             continue
-        if (verdict.first <= a and verdict.second <= b) or (
-            verdict.first <= b and verdict.second <= a
-        ):
+        if verdict.first <= a and verdict.second <= b:
             return verdict
-    return None
+        if reversed_refusal is None and verdict.first <= b and verdict.second <= a:
+            reversed_refusal = verdict
+    return reversed_refusal
 
 
 def buffer_bytes(name: str) -> int | None:

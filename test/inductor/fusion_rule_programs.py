@@ -1,0 +1,598 @@
+"""Rule programs: for each fusion reason code, a small CPU program that makes
+the rule behind it fire (read by ``test_fusion_reason_rules.py`` and by
+``tools/update_reason_tests_docs.py``).
+
+Each :class:`Rule` names a reason code, a program (a function and a factory of
+its inputs), the config patch under which the rule fires and, where a config
+option controls the rule, the *counterfactual* patch that moves the option
+out of the rule's way: compiled under it, the code must be gone from the
+report.  ``why`` says why the program fires the rule.  Rules that no CPU
+program can fire have ``cpu=False``; codes with no rule at all are in
+:data:`UNTESTED`, each with the reason.
+
+A reason is reported in one of three places of the fusion report's JSON
+(``where``): a graph's ``boundaries``, a graph's ``remarks`` (the lowering
+rules that realized a buffer, fused ops, pass remarks) or the top-level
+``graph_breaks``; ``stage`` is the stage it is reported with.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import tempfile
+from typing import Any, TYPE_CHECKING
+from unittest import mock
+
+import torch
+
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    code: str
+    fn: Callable[..., Any] | None = None
+    inputs: Callable[[], tuple[Any, ...]] | None = None
+    patch: dict[str, Any] = dataclasses.field(default_factory=dict)
+    counterfactual: dict[str, Any] | None = None
+    where: str = "boundary"  # "boundary", "remark" or "graph_break"
+    stage: str = "scheduler"
+    compile_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    setup: Callable[[], contextlib.AbstractContextManager[Any]] | None = None
+    cpu: bool = True  # False: no CPU program fires it (``why`` says why)
+    xfail: str | None = None  # a known bug of the report that fails the test
+    why: str = ""  # why the program fires the rule (and the counterfactual removes it)
+
+
+def randn(*shapes: tuple[int, ...]) -> tuple[torch.Tensor, ...]:
+    """Deterministic, distinct random inputs."""
+    gen = torch.Generator().manual_seed(0)
+    return tuple(torch.randn(shape, generator=gen) for shape in shapes)
+
+
+# -- setups -------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def cpu_as_launching_device() -> Iterator[None]:
+    """Let the launch-bound combo pass decide on CPU kernels, as on a GPU.
+
+    The pass skips devices whose kernels are called rather than launched (the
+    CPU), and upstream's combo-kernel code generation is Triton's; as in
+    ``test_launch_bound_combo.py``, the CPU is treated as a launching device
+    and the combo kernels are not created, so what runs is the pass's cost
+    model and its remarks, and the C++ code is unchanged.
+    """
+    from torch._inductor.scheduler import Scheduler
+
+    with (
+        mock.patch("torch._inductor.launch_bound_combo._NO_LAUNCH_DEVICES", ()),
+        mock.patch.object(
+            Scheduler, "create_combo_kernel_nodes", lambda self, *a, **k: None
+        ),
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def in_temp_dir() -> Iterator[None]:
+    """Run in a fresh directory: Inductor's metric tables write CSV files to the cwd."""
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        try:
+            yield
+        finally:
+            os.chdir(cwd)
+
+
+# -- programs -----------------------------------------------------------------
+
+
+def sin_plus_cos(x):
+    return torch.sin(x) + torch.cos(x)
+
+
+def softmax(x):
+    return torch.softmax(x, -1)
+
+
+def sin_then_cos(x):
+    return x.sin().cos()
+
+
+def two_outputs(x):
+    return x.sin(), x.cos()
+
+
+def three_outputs(x):
+    return x.sin(), x.cos(), x.tan()
+
+
+def reused_sum_of_three(a, b, c):
+    y = a + b + c  # 3 reads, 2 users
+    return y.sum(), y * 2
+
+
+def reused_trig_chain(x):
+    y = x.sin().cos().tan()  # 1 read, a few ops, 2 users
+    return y.sum(), y * 2
+
+
+def reused_exp(x):
+    y = x.exp()
+    return y.sum(), y * 2
+
+
+def sum_of_two(a, b):
+    return (a + b).sum()
+
+
+def trig_of_two(a, b):
+    return (a.sin() * b.cos()).sum()
+
+
+def long_chain(x):
+    for _ in range(60):  # 120 pointwise ops in one loop body
+        x = x.sin().cos()
+    return x.sum()
+
+
+def sum_then_two_users(x):
+    s = x.sum(1)
+    return s.sum(), s * 2
+
+
+def sum_times_two(x):
+    return x.sum() * 2
+
+
+def scaled_sum_reused_by_output(x):
+    s = x.sum() * 2  # 0-d, an output and read by x * s
+    return s, x * s
+
+
+def transposed_output(x):
+    return (x.sin() * 2).t()
+
+
+def single_output(x):
+    return x.sin()
+
+
+def sin_into_mm_and_cos(x, w):
+    y = x.sin()
+    return y @ w, y.cos()
+
+
+def sum_into_mm_and_cos(a, b, w):
+    y = a + b
+    return y @ w, y.cos()
+
+
+def sin_into_mm(x, w):
+    return (x.sin() @ w).cos()
+
+
+def mm_relu(a, b):
+    return torch.relu(a @ b) * 2
+
+
+def addmm_relu(x, w, b):
+    return torch.relu(x @ w + b)
+
+
+def sort_plus_one(x):
+    return torch.sort(x).values + 1
+
+
+def read_then_mutate(x):
+    y = x * 2
+    x.add_(1)
+    return y
+
+
+def cat_sin_cos(x):
+    return torch.cat([x.sin(), x.cos()]) * 2
+
+
+def cat_uint8(x, y):
+    return torch.cat([x + 1, y * 2])
+
+
+def uint8_inputs():
+    x = torch.arange(128, dtype=torch.uint8).view(2, 8, 8)
+    return x[0].clone(), x[1].clone()
+
+
+def two_halves(x):
+    return x[:4] * 2, x[4:] * 3
+
+
+def sin_plus_flipped(x):
+    y = x.sin()
+    return y, y + y.flip(0)
+
+
+def mm_between(x, w):
+    a = x * 2
+    m = a @ w  # a -> mm -> sum -> add, and a -> add
+    return a + m.sum(-1, keepdim=True)
+
+
+def sin_mm_add(x, w):
+    a = x.sin()
+    return a + a @ w  # a -> mm -> add and a -> add
+
+
+def two_mms_times_scalar(p, q, r, s, c):
+    return (p @ q).sin() * c, (r @ s).sin() * c
+
+
+def far_apart(x, y, w):
+    a = x.sin()
+    for _ in range(66):
+        y = y @ w
+    return a, x.cos() + y
+
+
+def bmm_relu(a, b):
+    return torch.relu(torch.bmm(a, b)) * 2
+
+
+def bmm_sum(a, b):
+    return torch.bmm(a, b).sum(-1)
+
+
+def bmm_into_add_(a, b, c):
+    c.add_(torch.bmm(a, b))
+    return c
+
+
+def bmm_and_sin(a, b):
+    return torch.bmm(a, b), a.sin()
+
+
+def bmm_sum_and_double(a, b):
+    y = torch.bmm(a, b)
+    return y.sum(), y * 2
+
+
+def bmm_of_scaled_sin(a, b):
+    y = a.sin() * 2  # also an output, so realized before bmm is lowered
+    return torch.bmm(y, b), y
+
+
+def bmm_of_softmax(a, b):
+    y = a.softmax(-1)  # also an output, so realized before bmm is lowered
+    return torch.bmm(y, b), y
+
+
+def bmm_of_sin(a, b):
+    return torch.bmm(a.sin(), b)
+
+
+def independent_branches(a, b, c, big):
+    # four independent kernels; a, b and c move a few hundred bytes, big 32 KiB
+    return a.sin() * 2, b.cos() + 1, c.sum(-1), big.exp()
+
+
+def with_graph_break(x):
+    y = torch.sin(x) * 2
+    torch._dynamo.graph_break()
+    return torch.relu(y) + 1
+
+
+def cumsum_between(x):
+    return x.sin().cumsum(0).cos()
+
+
+def row_sum_times_x_col_sum(x):
+    return (x.sum(1, keepdim=True) * x).sum(0)
+
+
+def sin_reshape_cos(x):
+    return x.sin().reshape(64).cos()
+
+
+def sin_summed_and_broadcast(x, y):
+    a = x.sin()  # [8]: summed, and broadcast against y [8, 8]
+    return a.sum(), (a + y).cos()
+
+
+# -- the table ----------------------------------------------------------------
+
+M8 = lambda: randn((8, 8))  # noqa: E731
+M8x2 = lambda: randn((8, 8), (8, 8))  # noqa: E731
+M8x3 = lambda: randn((8, 8), (8, 8), (8, 8))  # noqa: E731
+V64 = lambda: randn((64,))  # noqa: E731
+BMM = lambda: randn((2, 8, 8), (2, 8, 8))  # noqa: E731
+BRANCHES = lambda: randn((64,), (65,), (6, 11), (64, 64))  # noqa: E731
+LOWERING = {"where": "remark", "stage": "lowering"}
+CPP_GEMM = {"max_autotune": True, "max_autotune_gemm_backends": "CPP"}
+FX = {
+    "stage": "fx_fusion",
+    "compile_kwargs": {"backend": "fx_fusion", "dynamic": False},
+}
+COMBO = {"launch_bound_combo_kernels": True, "launch_bound_combo_max_bytes": 4096}
+# Refused prologues on the CPU: the scheduler also tries the reversed
+# (template, producer) pair, refused as wrong_order; the boundary reports the
+# producer-first verdict, the prologue rule's.
+# fmt: off
+RULES: tuple[Rule, ...] = (
+    # ---- lowering: a value realized into a buffer (remarks of stage lowering) ----
+    Rule("reuse_too_many_reads", reused_sum_of_three, M8x3, **LOWERING,
+         patch={"realize_reads_threshold": 1},
+         counterfactual={"realize_reads_threshold": 10**6},
+         why="y = a + b + c reads 3 inputs and has 2 users: mark_reuse stores it "
+             "once 3 > realize_reads_threshold; with a huge threshold it is "
+             "inlined into both users (recomputed)"),
+    Rule("reuse_large_inner_fn", reused_trig_chain, M8, **LOWERING,
+         patch={"realize_opcount_threshold": 1},
+         counterfactual={"realize_opcount_threshold": 10**6},
+         why="y = x.sin().cos().tan() has 2 users and more ops than "
+             "realize_opcount_threshold=1, so mark_reuse stores it; with a huge "
+             "threshold it is inlined into both users"),
+    Rule("acc_reads_exceeded", sum_of_two, M8x2, **LOWERING,
+         patch={"realize_acc_reads_threshold": 1},
+         counterfactual={"realize_acc_reads_threshold": 10**6},
+         why="a + b (one user) reads 2 buffers, more than "
+             "realize_acc_reads_threshold=1, so run_node's has_exceeded_max_reads "
+             "stores it before the sum"),
+    Rule("acc_large_inner_fn", trig_of_two, M8x2, **LOWERING,
+         patch={"realize_opcount_threshold": 1},
+         counterfactual={"realize_opcount_threshold": 10**6},
+         why="a.sin() * b.cos() (one user, 2 reads) has more ops than "
+             "realize_opcount_threshold=1 (has_large_inner_fn), so it is stored"),
+    Rule("pointwise_opcount_limit", long_chain, M8, **LOWERING,
+         patch={"realize_opcount_threshold": 30},
+         counterfactual={"realize_opcount_threshold": 10**6},
+         why="a chain of 120 pointwise ops on one input: past 100 ops "
+             "(has_large_inner_fn(threshold=100), raised to "
+             "realize_opcount_threshold when that is larger) run_node stores it; "
+             "the realize_acc checks do not, as the chain has one read"),
+    Rule("realize_to_strides", bmm_of_sin, lambda: randn((1, 8, 8), (1, 8, 8)),
+         **LOWERING,
+         patch={"post_grad_fusion_options": {"decompose_mm_pass": {}}},
+         counterfactual={"post_grad_fusion_options": {}},
+         why="the post-grad decompose_mm_pass rewrites a CPU bmm with batch 1 "
+             "into pointwise ops and a sum, and marks its inputs "
+             "inductor_realize_to_strides"),
+    Rule("reduction_output", sum_then_two_users, M8, **LOWERING,
+         why="a reduction is always stored"),
+    Rule("graph_output", sum_times_two, M8, **LOWERING,
+         why="a 0-d pointwise output (no strides to require) is realized by "
+             "GraphLowering.output"),
+    Rule("output_view", transposed_output, M8, **LOWERING,
+         why="a graph output that is a view (a transpose) of a computed value"),
+    Rule("output_stride_constraint", single_output, M8, **LOWERING,
+         why="a dense graph output is required to have eager's strides "
+             "(require_exact_strides)"),
+    Rule("fixed_layout_for_consumer", sin_into_mm_and_cos, M8x2, **LOWERING,
+         why="y = x.sin() has 2 users, one of them mm, which needs a fixed layout"),
+    Rule("multi_user_extern_consumer", sum_into_mm_and_cos, M8x3, **LOWERING,
+         why="y = a + b (2 reads) has 2 users, one of them mm: realize_hint "
+             "stores it"),
+    Rule("multi_user_with_output", scaled_sum_reused_by_output, M8, **LOWERING,
+         why="a 0-d value that is a graph output and is also read by another op"),
+    Rule("reuse_cpu_heavy_op", reused_exp, M8, **LOWERING,
+         why="x.exp() on the CPU, with 2 users"),
+    Rule("extern_input", sin_into_mm, M8x2, **LOWERING,
+         why="mm reads x.sin() from memory"),
+    Rule("readers_before_mutation", read_then_mutate, M8, **LOWERING,
+         why="y = x * 2 reads x, which is then mutated in place"),
+    Rule("mutation", read_then_mutate, M8, **LOWERING,
+         why="x.add_(1) writes to the graph input x"),
+    Rule("concat_kernel", cat_sin_cos, M8, **LOWERING,
+         why="cat writes x.sin() and x.cos() into slices of its output"),
+    Rule("lowering_materializes", cat_uint8, uint8_inputs, **LOWERING,
+         why="the cat lowering realizes uint8 inputs on the CPU and falls back "
+             "to aten"),
+    # ---- the fork's ablation switches ----
+    Rule("no_fusion", sin_then_cos, M8,
+         patch={"no_fusion": True}, counterfactual={"no_fusion": False},
+         why="config.no_fusion (fork) realizes every op and refuses every pair"),
+    Rule("config_held_off", sin_then_cos, M8, **LOWERING,
+         patch={"fusion_only": True}, counterfactual={"fusion_only": False},
+         why="config.fusion_only (fork) holds the non-fusion optimizations off, "
+             "one remark per held option"),
+    # ---- FX passes ----
+    Rule("fx_pass_rewrote_graph", addmm_relu, lambda: randn((8, 8), (8, 8), (8,)),
+         where="remark", stage="fx_pass",
+         patch={"pattern_matcher": True}, counterfactual={"pattern_matcher": False},
+         why="the post-grad pattern matcher rewrites mm + bias into addmm"),
+    # ---- fused: why ops share a kernel (remarks of kind fused) ----
+    Rule("inlined", sin_plus_cos, M8, **LOWERING,
+         why="sin and cos are inlined into add's loop body"),
+    Rule("fused_vertical", softmax, M8, where="remark",
+         why="softmax's reductions and pointwise ops fuse into one loop nest"),
+    Rule("recomputed", reused_sum_of_three, M8x3, **LOWERING,
+         why="y = a + b + c (3 reads, not more than realize_reads_threshold) is "
+             "inlined into both of its users"),
+    Rule("fused_template_epilogue", bmm_relu, BMM, where="remark",
+         patch={**CPP_GEMM, "epilogue_fusion": True},
+         why="relu and mul fuse into the C++ bmm template as its epilogue"),
+    # ---- extern, fallback and template kernels ----
+    Rule("extern_kernel", mm_relu, M8x2, stage="lowering",
+         why="mm is an extern kernel"),
+    Rule("fallback_kernel", sort_plus_one, M8, stage="lowering",
+         why="sort has no lowering and runs its aten kernel"),
+    Rule("template_kernel", bmm_sum_and_double, BMM,
+         patch={**CPP_GEMM, "max_fusion_buffer_group_pairwise_attempts": 1},
+         why="max_fusion_buffer_group_pairwise_attempts=1 proposes only "
+             "neighbouring users of the bmm template's output, so bmm -> mul is "
+             "never evaluated (with the default, stock 2.11.0 fails to compile "
+             "this program: the C++ bmm template's epilogue asserts in ir.py's "
+             "indexer)"),
+    Rule("epilogue_disabled", bmm_relu, BMM,
+         patch={**CPP_GEMM, "epilogue_fusion": False},
+         counterfactual={**CPP_GEMM, "epilogue_fusion": True},
+         why="relu after a C++ bmm template with config.epilogue_fusion off"),
+    Rule("epilogue_reduction", bmm_sum, BMM, patch=CPP_GEMM,
+         why="a sum after a C++ bmm template"),
+    Rule("epilogue_mutation", bmm_into_add_,
+         lambda: randn((2, 8, 8), (2, 8, 8), (2, 8, 8)), patch=CPP_GEMM,
+         why="c.add_(bmm(a, b)): the consumer mutates c"),
+    Rule("prologue_disabled", bmm_of_scaled_sin, BMM,
+         patch={**CPP_GEMM, "prologue_fusion": False},
+         counterfactual={**CPP_GEMM, "prologue_fusion": True},
+         why="a pointwise producer of a C++ bmm template with "
+             "config.prologue_fusion off (on: prologue_non_triton_template)"),
+    Rule("prologue_non_triton_template", bmm_of_scaled_sin, BMM,
+         patch={**CPP_GEMM, "prologue_fusion": True},
+         why="a pointwise producer of a C++ (not Triton) bmm template"),
+    Rule("prologue_not_pointwise", bmm_of_softmax, BMM,
+         patch={**CPP_GEMM, "prologue_fusion": True},
+         why="softmax (a reduction) producing a bmm template's input"),
+    Rule("cpp_template_fusion", bmm_and_sin, BMM, patch=CPP_GEMM,
+         why="a.sin() and the C++ bmm template both read a; the C++ backend "
+             "fuses nothing horizontally with a template"),
+    # ---- scheduler: legality ----
+    Rule("dep_mismatch", sin_plus_flipped, M8,
+         why="y + y.flip(0) reads y at the producer's indices and at reversed ones"),
+    Rule("intermediate_node_between", mm_between, M8x2,
+         why="a feeds add directly and through mm and sum"),
+    Rule("would_create_cycle", sin_mm_add, lambda: randn((4, 4), (4, 4)), **FX,
+         why="FX fusion arm: a feeds add directly and through mm; fusing a and "
+             "add would make the fused kernel feed and wait for mm"),
+    # ---- scheduler: heuristics ----
+    Rule("no_shared_data", two_halves, M8,
+         patch={"aggressive_fusion": False}, counterfactual={"aggressive_fusion": True},
+         why="x[:4] * 2 and x[4:] * 3 read different halves of x; "
+             "config.aggressive_fusion lets pointwise pairs with no shared data "
+             "past this check (they then fail score_below_threshold)"),
+    Rule("indexing_mismatch", two_halves, M8, setup=in_temp_dir,
+         patch={"enabled_metric_tables": "fusion_failure_due_to_indexing_mismatch"},
+         counterfactual={"enabled_metric_tables": ""},
+         xfail="with the metric table enabled, stock 2.11.0 fails the compile: "
+               "MetricTable.add_row asserts on the table's integer graph ids",
+         why="the halves of x share x at different indices; the code replaces "
+             "no_shared_data while the metric table "
+             "fusion_failure_due_to_indexing_mismatch is enabled"),
+    Rule("exceeds_max_fusion_size", three_outputs, M8,
+         patch={"max_fusion_size": 1}, counterfactual={"max_fusion_size": 64},
+         why="three outputs of x; each pair would hold 2 > max_fusion_size=1 nodes"),
+    Rule("peak_memory_increase", two_mms_times_scalar,
+         lambda: randn((64, 64), (64, 64), (64, 64), (64, 64), (1,)),
+         why="two pointwise nodes that share only a 1-element c, each reading a "
+             "single-use 64x64 mm output: the buffers that fusing keeps alive "
+             "outweigh the bytes shared (no config option: the factor 32 is "
+             "fixed in Scheduler.can_fusion_increase_peak_memory)"),
+    Rule("too_many_io_buffers", three_outputs, M8,
+         patch={"max_fusion_unique_io_buffers": 1},
+         counterfactual={"max_fusion_unique_io_buffers": None},
+         why="three outputs of x; each fused pair would have 3 > "
+             "max_fusion_unique_io_buffers=1 buffers"),
+    Rule("score_below_threshold", two_outputs, V64,
+         patch={"score_fusion_memory_threshold": 10**9},
+         counterfactual={"score_fusion_memory_threshold": 1},
+         why="x.sin() and x.cos() share the 256 bytes of x, fewer than "
+             "score_fusion_memory_threshold"),
+    Rule("nodes_too_far_apart", far_apart,
+         lambda: (*randn((2, 2), (2, 2)), torch.eye(2)),
+         why="x.sin() and x.cos() share x with 66 mm nodes between them (no "
+             "config option: the distance 64 is fixed in "
+             "Scheduler.are_long_distant_nodes)"),
+    Rule("not_proposed", sum_then_two_users, M8,
+         patch={"max_fusion_buffer_group_pairwise_attempts": 1},
+         counterfactual={"max_fusion_buffer_group_pairwise_attempts": 64},
+         why="max_fusion_buffer_group_pairwise_attempts=1 proposes only "
+             "neighbouring users of s: sum_1 -> mul (two apart) is never "
+             "evaluated"),
+    Rule("no_common_buffer", cat_sin_cos, M8,
+         why="cat is written in place: sin and cos write slices of the buffer "
+             "mul reads, not buffers of their own"),
+    # ---- scheduler: the C++ backend ----
+    Rule("cpp_reduction_producer", sum_then_two_users, M8,
+         why="s = x.sum(1) feeds s.sum(), a reduction over other ranges"),
+    Rule("cpp_ranges_incompatible", scaled_sum_reused_by_output, M8,
+         why="a 0-d value feeds an 8x8 pointwise op"),
+    Rule("cpp_max_horizontal_size", two_outputs, V64,
+         patch={"cpp.max_horizontal_fusion_size": 1},
+         counterfactual={"cpp.max_horizontal_fusion_size": 16},
+         why="x.sin() and x.cos() would fuse horizontally; 1 + 1 nodes exceed "
+             "cpp.max_horizontal_fusion_size=1"),
+    # ---- graph breaks, caches ----
+    Rule("graph_break", with_graph_break, M8, where="graph_break", stage="dynamo",
+         why="torch._dynamo.graph_break() splits the function into two graphs"),
+    Rule("cache_bypassed", sin_plus_cos, M8, where="remark", stage="cache",
+         why="every graph compiled inside a capture bypasses the caches"),
+    # ---- the FX fusion arm (backend="fx_fusion") ----
+    Rule("fx_fused", row_sum_times_x_col_sum, M8, where="remark", **FX,
+         why="FX fusion arm: x.sum(1) * x is one generated kernel"),
+    Rule("fx_unsupported_op", cumsum_between, M8, **FX,
+         why="FX fusion arm: cumsum has no FX fusion rule"),
+    Rule("fx_iteration_space_mismatch", sin_summed_and_broadcast,
+         lambda: randn((8,), (8, 8)), **FX,
+         why="FX fusion arm: a = x.sin() [8] is summed and broadcast to [8, 8]"),
+    Rule("fx_reduction_mismatch", row_sum_times_x_col_sum, M8, **FX,
+         why="FX fusion arm: a sum over dim 0 of a value computed per row"),
+    Rule("fx_view_not_folded", sin_reshape_cos, M8, **FX,
+         why="FX fusion arm: a reshape that merges dims between sin and cos"),
+    # ---- the launch-bound combo pass (fork) ----
+    Rule("combined_launch_bound", independent_branches, BRANCHES,
+         where="remark", stage="launch_bound_combo", setup=cpu_as_launching_device,
+         patch=COMBO, counterfactual={**COMBO, "launch_bound_combo_kernels": False},
+         why="three independent kernels of a few hundred bytes each, at most "
+             "launch_bound_combo_max_bytes=4096, are grouped into one combo "
+             "kernel"),
+    Rule("combo_not_launch_bound", independent_branches, BRANCHES,
+         where="remark", stage="launch_bound_combo", setup=cpu_as_launching_device,
+         patch=COMBO,
+         counterfactual={**COMBO, "launch_bound_combo_max_bytes": 1 << 20},
+         why="big.exp() moves 32 KiB > launch_bound_combo_max_bytes=4096 and is "
+             "kept out of the combo kernel of its three independent partners; "
+             "with a 1 MiB limit all four are grouped"),
+    # ---- config-controlled, but no CPU program fires them ----
+    Rule("tiling_mismatch", cpu=False,
+         patch={"triton.tiling_prevents_pointwise_fusion": True},
+         counterfactual={"triton.tiling_prevents_pointwise_fusion": False},
+         why="Triton only: config.triton.tiling_prevents_pointwise_fusion, "
+             "checked by the SIMD (Triton) scheduling, not by the C++ backend"),
+    Rule("reduction_tiling_invalid", cpu=False,
+         patch={"triton.tiling_prevents_reduction_fusion": True},
+         counterfactual={"triton.tiling_prevents_reduction_fusion": False},
+         why="Triton only: config.triton.tiling_prevents_reduction_fusion, "
+             "checked by the SIMD (Triton) scheduling, not by the C++ backend"),
+    Rule("benchmark_slower", cpu=False,
+         patch={"benchmark_fusion": True}, counterfactual={"benchmark_fusion": False},
+         why="GPU only: config.benchmark_fusion benchmarks Triton kernels"),
+)
+# fmt: on
+
+# Codes with no rule program, and why.
+UNTESTED: dict[str, str] = {
+    "fused_horizontal": "never reported: horizontal fusions join no producer -> consumer edge, and the analysis emits fused remarks only for edges",
+    "fused_template_prologue": "GPU only: prologue fusion is implemented for Triton templates only",
+    "grouped_node": "needs distributed: grouped scheduler nodes come from compute/communication overlap",
+    "extern_or_nop": "never a boundary on the CPU: the scheduler proposes no pair with an extern or nop node (Scheduler.unfusable_node), and a boundary next to an extern kernel is extern_kernel",
+    "wrong_order": "refuses only the reversed try of a template or foreach pair; a boundary reports the producer-first verdict, so it stays in evaluated_pairs",
+    "buffer_marked_no_fuse": "needs distributed: only comm lowerings mark buffers no-fuse",
+    "device_mismatch": "needs two devices (CPU and a GPU) in one graph",
+    "prologue_input_not_allowed": "GPU only: a Triton template's allowed prologue inputs",
+    "prologue_mutation": "GPU only: checked for Triton template prologues",
+    "prologue_multi_use": "GPU only: checked for Triton template prologues",
+    "prologue_increases_reads": "GPU only: checked for Triton template prologues",
+    "prologue_padding": "GPU only: checked for Triton template prologues",
+    "prologue_needs_upcast": "GPU only: checked for Triton template prologues",
+    "foreach_incompatible": "GPU only: foreach kernels need BackendFeature.FOREACH, which the C++ backend lacks",
+    "reduction_shape_mismatch": "GPU only: a check of the SIMD (Triton) scheduling",
+    "pointwise_numel_mismatch": "GPU only: a check of the SIMD (Triton) scheduling",
+    "native_matmul_tiling": "GPU only: native matmul is generated by Triton",
+    "prologue_numel_mismatch": "GPU only: a check of the SIMD (Triton) scheduling",
+    "pointwise_into_reduction_ranges": "GPU only: a check of the SIMD (Triton) scheduling",
+    "reduction_epilogue_numel_mismatch": "GPU only: a check of the SIMD (Triton) scheduling",
+    "cutlass_epilogue_unsupported": "GPU only: CUTLASS and CuteDSL templates",
+    "backend_rejected": "the catch-all for a refusal with no specific code; no known program produces it",
+    "register_spilling": "GPU only: benchmarked Triton kernels",
+    "cache_replayed": "a capture bypasses the caches; tested through the fusion log in test_fusion_remarks.py",
+    "cache_hit_without_remarks": "a capture bypasses the caches; tested through the fusion log in test_fusion_remarks.py",
+}
+
+
+def test_name(rule: Rule) -> str:
+    return f"test_{rule.code}"
