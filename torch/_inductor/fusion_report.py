@@ -30,7 +30,8 @@ from typing import Any
 
 import torch
 
-from .fusion_remarks import graph_breaks, recorder as rec, sinks
+from .fusion_remarks import recorder as rec, sinks
+from .fusion_remarks.model import GraphBreak
 from .fusion_remarks.render import text
 from .fusion_remarks.sinks import SCHEMA_VERSION
 from .fusion_remarks.taxonomy import Category, Reason, reasons_table
@@ -54,7 +55,7 @@ class FusionCapture:
 
     def __init__(self) -> None:
         self.graphs: list[dict[str, Any]] = []
-        self.graph_breaks: list[graph_breaks.GraphBreak] = []
+        self.graph_breaks: list[GraphBreak] = []
         self._stack: contextlib.ExitStack | None = None
 
     def __enter__(self) -> FusionCapture:
@@ -95,9 +96,7 @@ class FusionCapture:
         }
 
     def summary(self) -> str:
-        return graph_breaks.render_with_graphs(
-            self.graphs, self.graph_breaks, render_graph
-        )
+        return text.render_with_graphs(self.graphs, self.graph_breaks, render_graph)
 
     def save_html(self, path: str | os.PathLike[str]) -> None:
         """Write this capture's self-contained page (fusion_remarks.render.html)."""

@@ -8,7 +8,8 @@ is layered; each module has one job and imports only the ones above it here:
     the reason codes, their categories and meanings (one table; the JSON
     Schema's enum and the docs table are generated from it)
 ``model``
-    typed records (remark, pair verdict, realization, graph break) with ``to_json``
+    typed records (remark, pair verdict, realization, boundary, kernel, graph
+    report, graph break) with ``to_json``
 ``recorder``
     what is recorded for the graph being compiled, and whether anyone listens
 ``analysis``

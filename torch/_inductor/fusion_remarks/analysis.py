@@ -26,7 +26,7 @@ from typing import Any, TYPE_CHECKING
 
 import torch
 
-from .model import PairVerdict, Remark
+from .model import Boundary, GraphReport, KernelRecord, PairVerdict, Remark
 from .taxonomy import Category, Kind, Reason, Stage
 
 
@@ -195,7 +195,7 @@ def analyze_graph(
 
     edges = _edges(fx_ops, eliminated)
     remarks: list[Remark] = []
-    boundaries: list[dict[str, Any]] = []
+    boundaries: list[Boundary] = []
     for producer, consumer in edges:
         kp = op_kernels.get(producer, [])
         kc = op_kernels.get(consumer, [])
@@ -238,40 +238,28 @@ def analyze_graph(
                 realization.reason,
                 Stage.LOWERING,
                 buffers=(realization.buffer,),
+                args=realization.args,
                 detail=realization.detail,
                 graph=label,
             )
         )
 
-    return {
-        "compile_id": label,
-        "device": ",".join(sorted(V.graph.device_types)) or "cpu",
-        "scheduler_nodes_before_fusion": len(recorder.base_nodes),
-        "ops": ops_json,
-        "edges": [{"producer": p.name, "consumer": c.name} for p, c in edges],
-        "kernels": [
-            {
-                "name": k.name,
-                "kind": k.kind,
-                "ops": [o.name for o in k.origins],
-                "function": k.function,
-                "generated_kernels": k.generated,
-            }
+    return GraphReport(
+        compile_id=label,
+        device=",".join(sorted(V.graph.device_types)) or "cpu",
+        scheduler_nodes_before_fusion=len(recorder.base_nodes),
+        ops=ops_json,
+        edges=[(p.name, c.name) for p, c in edges],
+        kernels=[
+            KernelRecord(
+                k.name, k.kind, [o.name for o in k.origins], k.function, k.generated
+            )
             for k in kernels
         ],
-        "boundaries": boundaries,
-        "remarks": [r.to_json() for r in remarks],
-        "evaluated_pairs": [
-            {
-                "first": v.names[0],
-                "second": v.names[1],
-                "fused": v.fused,
-                "reason": v.reason.value if v.reason else None,
-                "detail": v.detail,
-            }
-            for v in recorder.verdicts
-        ],
-    }
+        boundaries=boundaries,
+        remarks=remarks,
+        evaluated_pairs=list(recorder.verdicts),
+    ).to_json()
 
 
 def _split_grouped(snode: BaseSchedulerNode) -> list[BaseSchedulerNode]:
@@ -439,7 +427,7 @@ def _explain_boundary(
     kc: _Kernel,
     recorder: GraphRecorder,
     label: str,
-) -> tuple[dict[str, Any], Remark]:
+) -> tuple[Boundary, Remark]:
     args = _materialization(kp, producer, recorder)
     stage = Stage.SCHEDULER
     verdict = None
@@ -474,18 +462,17 @@ def _explain_boundary(
         else:
             reason = Reason.NOT_PROPOSED
             detail = _why_not_proposed(kp, kc, recorder)
-    boundary = {
-        "producer": producer.name,
-        "consumer": consumer.name,
-        "relation": "dependency",
-        "reason": reason.value,
-        "category": reason.category.value,
-        "stage": stage.value,
-        "fusible": _fusible(reason),
-        "detail": detail,
-        "kernels": [kp.name, kc.name],
-        "args": args,
-    }
+    boundary = Boundary(
+        producer.name,
+        consumer.name,
+        "dependency",
+        reason,
+        stage,
+        _fusible(reason),
+        detail,
+        (kp.name, kc.name),
+        args,
+    )
     remark = Remark(
         Kind.MISSED,
         reason,
@@ -544,7 +531,7 @@ def _shared_input_boundaries(
     recorder: GraphRecorder,
     remarks: list[Remark],
     label: str,
-) -> list[dict[str, Any]]:
+) -> list[Boundary]:
     """Evaluated pairs of independent nodes that ended in different kernels."""
     connected: set[tuple[str, str]] = set()
     for p, c in edges:
@@ -574,18 +561,17 @@ def _shared_input_boundaries(
         reason = verdict.reason
         detail = f"{verdict.names[0]} + {verdict.names[1]}: {verdict.detail}"
         out.append(
-            {
-                "producer": pa,
-                "consumer": pb,
-                "relation": "shared_input",
-                "reason": reason.value,
-                "category": reason.category.value,
-                "stage": Stage.SCHEDULER.value,
-                "fusible": _fusible(reason),
-                "detail": detail,
-                "kernels": [a.name, b.name],
-                "args": dict(verdict.args, **_pair_sides(verdict, a.base)),
-            }
+            Boundary(
+                pa,
+                pb,
+                "shared_input",
+                reason,
+                Stage.SCHEDULER,
+                _fusible(reason),
+                detail,
+                (a.name, b.name),
+                dict(verdict.args, **_pair_sides(verdict, a.base)),
+            )
         )
         remarks.append(
             Remark(

@@ -26,20 +26,19 @@ no graph before it to hold it) and on the ``fusion`` log, between the graphs.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import logging
-import os
 from typing import Any, TYPE_CHECKING
 
 from torch._guards import CompileContext
 
 from . import recorder as rec
-from .model import Remark
+from .model import base_compile_id, GraphBreak, Remark
+from .render.text import describe
 from .taxonomy import Kind, Reason, Stage
 
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    pass
 
 
 # Innermost frames of the user's stack kept with each break.
@@ -50,47 +49,6 @@ _MAX_PENDING = 100
 _pending: list[GraphBreak] = []
 # Compile ids of recently published graphs, to name them in the log.
 _published: collections.deque[str] = collections.deque(maxlen=256)
-
-
-def base_compile_id(label: str) -> str:
-    """``"1/0 backward"`` -> ``"1/0"``: the Dynamo compile a graph came from."""
-    return label.split(" ", 1)[0]
-
-
-@dataclasses.dataclass
-class GraphBreak:
-    """One Dynamo graph break, and the compiles on its two sides."""
-
-    remark: Remark  # kind missed, reason graph_break, stage dynamo
-    source: str | None  # "path:line" of the user frame where it broke
-    user_stack: tuple[str, ...]  # "path:line", outermost first
-    gb_type: str | None  # Dynamo's short name for the kind of break
-    compile_id: str  # the compile in which the break happened
-    next_compile: str | None = None  # the next compile Dynamo started
-
-    def to_json(self, compile_ids: Sequence[str]) -> dict[str, Any]:
-        """The break as JSON, linked to the graphs among ``compile_ids``."""
-        remark = self.remark
-        return {
-            "kind": remark.kind.value,
-            "reason": remark.reason.value,
-            "category": remark.category.value,
-            "stage": remark.stage.value,
-            "detail": remark.detail,
-            "gb_type": self.gb_type,
-            "source": self.source,
-            "user_stack": list(self.user_stack),
-            "compile_id": self.compile_id,
-            "graphs_before": [
-                c for c in compile_ids if base_compile_id(c) == self.compile_id
-            ],
-            "graphs_after": [
-                c
-                for c in compile_ids
-                if self.next_compile is not None
-                and base_compile_id(c) == self.next_compile
-            ],
-        }
 
 
 def record_graph_break(frame_loc: Any, reason: str, exc: Any) -> None:
@@ -180,73 +138,3 @@ def _log(entry: GraphBreak) -> None:
     before = [c for c in _published if base_compile_id(c) == entry.compile_id]
     after = [entry.next_compile] if entry.next_compile else []
     rec.fusion_log.debug("%s", describe(entry, before, after))
-
-
-def short_source(source: str | None) -> str:
-    if not source:
-        return "<unknown>"
-    filename, _, line = source.rpartition(":")
-    return f"{os.path.basename(filename)}:{line}"
-
-
-def short_reason(detail: str, gb_type: str | None) -> str:
-    """Dynamo's kind of break and its one-line explanation."""
-    lines = [line.strip() for line in detail.splitlines() if line.strip()]
-    head = gb_type or (lines[0] if lines else "graph break")
-    explanation = next(
-        (
-            line[len("Explanation:") :].strip()
-            for line in lines
-            if line.startswith("Explanation:")
-        ),
-        "",
-    )
-    return f"{head}: {explanation}" if explanation else head
-
-
-def _names(ids: Sequence[str]) -> str:
-    return " and ".join(ids)
-
-
-def describe(entry: GraphBreak, before: Sequence[str], after: Sequence[str]) -> str:
-    """One line: where the break is, the graphs it separates, and why."""
-    if before:
-        left = f"after graph{'s' if len(before) > 1 else ''} {_names(before)}"
-    else:
-        left = f"after no graph of {entry.compile_id}"
-    if after:
-        right = f"before {_names(after)}"
-    elif entry.next_compile is not None:
-        right = f"before {entry.next_compile}, which compiled no graph"
-    else:
-        right = "with nothing compiled after it"
-    return (
-        f"graph break at {short_source(entry.source)} ({left}, {right}): "
-        f"{short_reason(entry.remark.detail, entry.gb_type)}"
-    )
-
-
-def render_with_graphs(
-    graphs: Sequence[dict[str, Any]],
-    breaks: Sequence[GraphBreak],
-    render_graph: Callable[[dict[str, Any]], str],
-) -> str:
-    """The graphs' summaries, each graph break between the graphs it separates."""
-    ids = [g["compile_id"] for g in graphs]
-    inserted: dict[int, list[str]] = {}
-    for entry in breaks:
-        data = entry.to_json(ids)
-        before, after = data["graphs_before"], data["graphs_after"]
-        if after:
-            position = ids.index(after[0])
-        elif before:
-            position = max(i for i, c in enumerate(ids) if c in before) + 1
-        else:
-            position = len(ids)
-        inserted.setdefault(position, []).append(describe(entry, before, after))
-    blocks: list[str] = []
-    for i in range(len(graphs) + 1):
-        blocks.extend(inserted.get(i, ()))
-        if i < len(graphs):
-            blocks.append(render_graph(graphs[i]))
-    return "\n\n".join(blocks)

@@ -10,9 +10,13 @@ Each turns itself into plain JSON with ``to_json``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from .taxonomy import Category, Kind, Reason, Stage
+
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 @dataclasses.dataclass
@@ -74,6 +78,15 @@ class PairVerdict:
     args: dict[str, Any]
     vertical: bool
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "first": self.names[0],
+            "second": self.names[1],
+            "fused": self.fused,
+            "reason": self.reason.value if self.reason else None,
+            "detail": self.detail,
+        }
+
 
 @dataclasses.dataclass
 class Realization:
@@ -83,3 +96,121 @@ class Realization:
     reason: Reason
     detail: str
     args: dict[str, Any]
+
+
+@dataclasses.dataclass
+class Boundary:
+    """Two ops (or two independent nodes) in different kernels, with one reason."""
+
+    producer: str  # post-grad FX node names
+    consumer: str
+    relation: str  # "dependency" or "shared_input"
+    reason: Reason
+    stage: Stage
+    fusible: bool | None  # False for legality, else None until tried
+    detail: str
+    kernels: tuple[str, str]
+    args: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "producer": self.producer,
+            "consumer": self.consumer,
+            "relation": self.relation,
+            "reason": self.reason.value,
+            "category": self.reason.category.value,
+            "stage": self.stage.value,
+            "fusible": self.fusible,
+            "detail": self.detail,
+            "kernels": list(self.kernels),
+            "args": self.args,
+        }
+
+
+@dataclasses.dataclass
+class KernelRecord:
+    """One kernel: a generated loop nest or template, or an extern/fallback call."""
+
+    name: str  # the final scheduler node's name
+    kind: str  # "triton", "cpp", "template", "extern", "fallback", ...
+    ops: list[str]  # post-grad FX nodes it computes
+    function: str | None  # the generated function that holds it
+    generated_kernels: int  # what metrics.generated_kernel_count counted for it
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "ops": list(self.ops),
+            "function": self.function,
+            "generated_kernels": self.generated_kernels,
+        }
+
+
+@dataclasses.dataclass
+class GraphReport:
+    """The fusion report of one compiled graph (``fusion_report``'s schema)."""
+
+    compile_id: str
+    device: str
+    scheduler_nodes_before_fusion: int
+    ops: list[dict[str, Any]]
+    edges: list[tuple[str, str]]
+    kernels: list[KernelRecord]
+    boundaries: list[Boundary]
+    remarks: list[Remark]
+    evaluated_pairs: list[PairVerdict]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "compile_id": self.compile_id,
+            "device": self.device,
+            "scheduler_nodes_before_fusion": self.scheduler_nodes_before_fusion,
+            "ops": self.ops,
+            "edges": [{"producer": p, "consumer": c} for p, c in self.edges],
+            "kernels": [k.to_json() for k in self.kernels],
+            "boundaries": [b.to_json() for b in self.boundaries],
+            "remarks": [r.to_json() for r in self.remarks],
+            "evaluated_pairs": [v.to_json() for v in self.evaluated_pairs],
+        }
+
+
+def base_compile_id(label: str) -> str:
+    """``"1/0 backward"`` -> ``"1/0"``: the Dynamo compile a graph came from."""
+    return label.split(" ", 1)[0]
+
+
+@dataclasses.dataclass
+class GraphBreak:
+    """One Dynamo graph break, and the compiles on its two sides."""
+
+    remark: Remark  # kind missed, reason graph_break, stage dynamo
+    source: str | None  # "path:line" of the user frame where it broke
+    user_stack: tuple[str, ...]  # "path:line", outermost first
+    gb_type: str | None  # Dynamo's short name for the kind of break
+    compile_id: str  # the compile in which the break happened
+    next_compile: str | None = None  # the next compile Dynamo started
+
+    def to_json(self, compile_ids: Sequence[str]) -> dict[str, Any]:
+        """The break as JSON, linked to the graphs among ``compile_ids``."""
+        remark = self.remark
+        return {
+            "kind": remark.kind.value,
+            "reason": remark.reason.value,
+            "category": remark.category.value,
+            "stage": remark.stage.value,
+            "detail": remark.detail,
+            "gb_type": self.gb_type,
+            "source": self.source,
+            "user_stack": list(self.user_stack),
+            "compile_id": self.compile_id,
+            "graphs_before": [
+                c for c in compile_ids if base_compile_id(c) == self.compile_id
+            ],
+            "graphs_after": [
+                c
+                for c in compile_ids
+                if self.next_compile is not None
+                and base_compile_id(c) == self.next_compile
+            ],
+        }

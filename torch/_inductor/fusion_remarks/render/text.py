@@ -5,7 +5,11 @@ Reads only a graph report's JSON (``fusion_report``'s schema).
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from ..model import GraphBreak
 
 
 def _short_source(source: str | None) -> str:
@@ -96,3 +100,73 @@ def render_graph(graph: dict[str, Any], evaluated_pairs: bool = False) -> str:
             detail = f": {pair['detail']}" if pair["detail"] else ""
             lines.append(f"    {pair['first']} + {pair['second']}: {verdict}{detail}")
     return "\n".join(lines)
+
+
+def short_source(source: str | None) -> str:
+    if not source:
+        return "<unknown>"
+    filename, _, line = source.rpartition(":")
+    return f"{os.path.basename(filename)}:{line}"
+
+
+def short_reason(detail: str, gb_type: str | None) -> str:
+    """Dynamo's kind of break and its one-line explanation."""
+    lines = [line.strip() for line in detail.splitlines() if line.strip()]
+    head = gb_type or (lines[0] if lines else "graph break")
+    explanation = next(
+        (
+            line[len("Explanation:") :].strip()
+            for line in lines
+            if line.startswith("Explanation:")
+        ),
+        "",
+    )
+    return f"{head}: {explanation}" if explanation else head
+
+
+def _names(ids: Sequence[str]) -> str:
+    return " and ".join(ids)
+
+
+def describe(entry: GraphBreak, before: Sequence[str], after: Sequence[str]) -> str:
+    """One line: where the break is, the graphs it separates, and why."""
+    if before:
+        left = f"after graph{'s' if len(before) > 1 else ''} {_names(before)}"
+    else:
+        left = f"after no graph of {entry.compile_id}"
+    if after:
+        right = f"before {_names(after)}"
+    elif entry.next_compile is not None:
+        right = f"before {entry.next_compile}, which compiled no graph"
+    else:
+        right = "with nothing compiled after it"
+    return (
+        f"graph break at {short_source(entry.source)} ({left}, {right}): "
+        f"{short_reason(entry.remark.detail, entry.gb_type)}"
+    )
+
+
+def render_with_graphs(
+    graphs: Sequence[dict[str, Any]],
+    breaks: Sequence[GraphBreak],
+    render_graph: Callable[[dict[str, Any]], str],
+) -> str:
+    """The graphs' summaries, each graph break between the graphs it separates."""
+    ids = [g["compile_id"] for g in graphs]
+    inserted: dict[int, list[str]] = {}
+    for entry in breaks:
+        data = entry.to_json(ids)
+        before, after = data["graphs_before"], data["graphs_after"]
+        if after:
+            position = ids.index(after[0])
+        elif before:
+            position = max(i for i, c in enumerate(ids) if c in before) + 1
+        else:
+            position = len(ids)
+        inserted.setdefault(position, []).append(describe(entry, before, after))
+    blocks: list[str] = []
+    for i in range(len(graphs) + 1):
+        blocks.extend(inserted.get(i, ()))
+        if i < len(graphs):
+            blocks.append(render_graph(graphs[i]))
+    return "\n\n".join(blocks)
