@@ -11,16 +11,19 @@ checks it).  Run with the fork's Python:
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
+
+from update_fusion_docs import render as render_tables
 
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs/source/torch.compiler_fusion_reason_tests.md"
 TEST_FILE = "test/inductor/test_fusion_reason_rules.py"
 TEST_CLASS = "TestFusionReasonRules"
-BEGIN, END = "<!-- reason-tests:begin -->", "<!-- reason-tests:end -->"
+# The table sits between <!-- reason-tests:begin --> and <!-- reason-tests:end -->
+# (update_fusion_docs' markers).
+TABLE_NAME = "reason-tests"
 
 
 def _programs():
@@ -80,13 +83,7 @@ def table() -> str:
 
 
 def render(text: str) -> str:
-    block = f"{BEGIN}\n{table()}\n{END}"
-    return re.sub(
-        re.escape(BEGIN) + ".*?" + re.escape(END),
-        lambda _: block,
-        text,
-        flags=re.S,
-    )
+    return render_tables(text, {TABLE_NAME: table})
 
 
 def main() -> None:

@@ -151,12 +151,16 @@ def hook_cost(model: str, device: str) -> dict[str, object]:
     def decide():
         return True
 
+    def realize_rule_sample():
+        with fusion_hooks.realize_rule(code):
+            pass
+
     gm = torch.fx.symbolic_trace(torch.nn.Identity())
     added = torch.fx.symbolic_trace(lambda x: x + 1)
     node = next(n for n in added.graph.nodes if n.op == "call_function")
     samples = {
         "record_realize": lambda: fusion_hooks.record_realize(None),
-        "realize_rule": lambda: fusion_hooks.realize_rule(code).__enter__(),
+        "realize_rule": realize_rule_sample,
         "why_no_fuse": lambda: fusion_hooks.why_no_fuse(None, code),
         "evaluate_pair": lambda: fusion_hooks.evaluate_pair(None, None, None, decide),
         "evaluate_speedup": lambda: fusion_hooks.evaluate_speedup(

@@ -508,16 +508,19 @@ def _amend_verdict_by_names(
 # Codegen: which kernels each scheduler node became
 
 
+def _listening_recorder() -> rec.GraphRecorder | None:
+    """The graph's recorder while remarks are on, else None."""
+    return rec.current_recorder(create=False) if rec.is_enabled() else None
+
+
 def generating(node: BaseSchedulerNode) -> None:
     """``Scheduler._codegen`` is about to generate ``node``'s code."""
-    if not rec.is_enabled():
+    recorder = _listening_recorder()
+    if recorder is None:
         return
     try:
         from .. import metrics
 
-        recorder = rec.current_recorder(create=False)
-        if recorder is None:
-            return
         _close_generating(recorder)
         recorder.generating = (node.get_name(), metrics.generated_kernel_count)
     except Exception as e:
@@ -539,12 +542,10 @@ def _close_generating(recorder: rec.GraphRecorder) -> None:
 
 def kernel_defined(kernel_name: str, nodes: Any) -> None:
     """A backend's ``define_kernel`` named the function holding ``nodes``."""
-    if not rec.is_enabled():
+    recorder = _listening_recorder()
+    if recorder is None:
         return
     try:
-        recorder = rec.current_recorder(create=False)
-        if recorder is None:
-            return
         for node in nodes or ():
             get_nodes = getattr(node, "get_nodes", None)
             if get_nodes is None:
