@@ -2,12 +2,23 @@
 # fresh machine with only Python 3 can run `make report` or `make test`.
 
 PYTHON ?= python3
-VENV := .venv
+# The torch release to work on: 2.14.1 (the current release, the default) or
+# 2.11.0 (the GPU machine's).  Each has its own virtualenv, requirements file
+# and patch series (patches/<release>/); `make test` runs both.
+SUPPORTED_RELEASES := 2.14.1 2.11.0
+TORCH ?= 2.14.1
+ifeq ($(filter $(TORCH),$(SUPPORTED_RELEASES)),)
+$(error TORCH=$(TORCH) is not supported; choose one of: $(SUPPORTED_RELEASES))
+endif
+VENV := $(if $(filter 2.14.1,$(TORCH)),.venv,.venv-$(TORCH))
+REQUIREMENTS := requirements/torch-$(TORCH).txt
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-installed
-EXPORT_DIR ?= build/export
+EXPORT_DIR ?= build/export/$(TORCH)
+# The releases `make test` runs the suite on, each in its own virtualenv.
+TEST_RELEASES ?= $(SUPPORTED_RELEASES)
 
-.PHONY: develop build check lint test report export clean system-deps
+.PHONY: develop build check lint test test-release report export clean system-deps
 
 # A virtualenv with the pinned torch and test tools, the overlay built and
 # activated through a .pth file.  Quick and a no-op when nothing changed.
@@ -15,10 +26,10 @@ develop: $(STAMP)
 	@$(PY) tools/fork.py build
 	@$(PY) tools/fork.py activate >/dev/null
 
-$(STAMP): requirements.txt
+$(STAMP): $(REQUIREMENTS) requirements/common.txt
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.10+ or pass PYTHON=..."; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r $(REQUIREMENTS)
 	@touch $@
 
 build: $(STAMP)
@@ -35,8 +46,16 @@ lint: $(STAMP)
 system-deps:
 	@sh tools/install_system_deps.sh --with-browser
 
-# CI's entry point (.ci/run calls it).
-test: develop system-deps
+# CI's entry point (.ci/run calls it): lint, the patch check and the whole
+# suite, once per release in TEST_RELEASES, each in its own virtualenv.
+test: system-deps
+	@status=0; for release in $(TEST_RELEASES); do \
+	  echo "=== torch $$release ==="; \
+	  $(MAKE) --no-print-directory test-release TORCH=$$release || status=1; \
+	done; exit $$status
+
+# The same for one release (TORCH).
+test-release: develop
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) tools/fork.py check

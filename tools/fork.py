@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Build, check, refresh and export the fusion fork of PyTorch 2.11.0.
+"""Build, check, refresh and export the fusion fork of PyTorch.
 
-The fork is a patch set over the installed torch 2.11.0 wheel (see
-``DESIGN.md`` section 2 and README.md).  ``build`` assembles an *overlay*: a
+The fork is a patch set over an installed torch wheel of one of the supported
+releases (``SUPPORTED_RELEASES``; see ``DESIGN.md`` section 2 and README.md).
+The release is worked out from the installed torch: its patches are
+``patches/<release>/<upstream path>.patch``, its overlay
+``build/overlay-<release>``; the new files under ``torch/`` are shared.  ``build`` assembles an *overlay*: a
 directory that shadows the installed ``torch`` package when it comes first on
 ``sys.path``.  In it
 
@@ -42,7 +45,10 @@ from patchset import apply_patch, make_patch, PatchError
 
 
 REPO = Path(__file__).resolve().parent.parent
-REQUIRED_TORCH = "2.11.0"
+# Releases the fork has a patch series for, the default (current) one first.
+# 2.11.0 stays for the GPU machine, which has only that release.
+SUPPORTED_RELEASES = ("2.14.1", "2.11.0")
+DEFAULT_RELEASE = SUPPORTED_RELEASES[0]
 MANIFEST = Path(".fork") / "manifest.json"
 PTH_NAME = "fusion_fork_overlay.pth"
 # Directories of ours that exist upstream at the same paths and go into an
@@ -55,7 +61,18 @@ FORK_ONLY = frozenset(
 # Directories of measured results: evidence for this fork, not upstream code.
 FORK_ONLY_DIRS = ("benchmarks/results/",)
 IGNORED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".ruff_cache"})
-INSTALL_HINT = "python -m pip install torch==2.11.0   (or run `make develop`)"
+
+
+def install_hint() -> str:
+    """How to get a virtualenv with a supported torch, one line per release."""
+    lines = []
+    for release in SUPPORTED_RELEASES:
+        make = "make develop" if release == DEFAULT_RELEASE else f"TORCH={release} make develop"
+        lines.append(
+            f"    torch {release}: `{make}` (or python -m pip install -r "
+            f"requirements/torch-{release}.txt)"
+        )
+    return "\n".join(lines)
 
 
 class ForkError(Exception):
@@ -71,10 +88,11 @@ class Fork:
     repo: Path
     pristine: Path  # the installed upstream ``torch`` package directory
     overlay: Path  # the directory to put first on sys.path
+    release: str  # the installed torch's release, one of SUPPORTED_RELEASES
 
     @property
     def patches_dir(self) -> Path:
-        return self.repo / "patches"
+        return self.repo / "patches" / self.release
 
     @property
     def manifest_path(self) -> Path:
@@ -116,8 +134,9 @@ def _ignored(rel: Path) -> bool:
     return any(part in IGNORED_NAMES for part in rel.parts) or rel.suffix == ".pyc"
 
 
-def locate_pristine_torch(explicit: str | None) -> Path:
-    """The installed upstream torch package directory, version-checked."""
+def locate_pristine_torch(explicit: str | None) -> tuple[Path, str]:
+    """The installed upstream torch package directory and its release, checked
+    against SUPPORTED_RELEASES."""
     if explicit:
         torch_dir = Path(explicit).resolve()
         if torch_dir.name != "torch":
@@ -128,33 +147,30 @@ def locate_pristine_torch(explicit: str | None) -> Path:
         except importlib.metadata.PackageNotFoundError:
             raise ForkError(
                 f"torch is not installed for {sys.executable}.\n"
-                f"  The fork is a patch set over torch {REQUIRED_TORCH}; install it with:\n"
-                f"    {INSTALL_HINT}"
+                f"  The fork is a patch set over torch "
+                f"{' or '.join(SUPPORTED_RELEASES)}; install one with:\n{install_hint()}"
             ) from None
         torch_dir = Path(str(dist.locate_file("torch"))).resolve()
     version_file = torch_dir / "version.py"
     if not version_file.is_file():
         raise ForkError(
             f"{torch_dir} is not a torch package (no version.py).\n"
-            f"  Install torch {REQUIRED_TORCH} with: {INSTALL_HINT}"
+            f"  Install a supported torch with:\n{install_hint()}"
         )
     match = re.search(
         r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", version_file.read_text(), re.M
     )
     found = match.group(1) if match else "an unknown version"
-    if found.split("+")[0] != REQUIRED_TORCH:
+    release = found.split("+")[0]
+    if release not in SUPPORTED_RELEASES:
         raise ForkError(
             f"found torch {found} at {torch_dir}, but the fork's patches are made for "
-            f"torch {REQUIRED_TORCH}.\n"
-            f"  Fix: install the pinned release with `{INSTALL_HINT}`.\n"
-            "  Moving the pin to another release is a deliberate step (rebase every "
-            "patch), done in an issue of its own."
+            f"torch {' and '.join(SUPPORTED_RELEASES)} only.\n"
+            f"  Fix: install a supported release:\n{install_hint()}\n"
+            "  Supporting another release is a deliberate step (rebase every patch "
+            "into patches/<release>/), done in an issue of its own."
         )
-    return torch_dir
-
-
-def default_overlay() -> Path:
-    return REPO / "build" / "overlay"
+    return torch_dir, release
 
 
 # ---------------------------------------------------------------------------
@@ -282,7 +298,7 @@ def desired_tree(
             raise ForkError(
                 f"torch/{rel[len('torch/') :]} is a new file in the repository but the installed "
                 f"torch already has {rel}.\n  To modify an upstream file, make it a patch: "
-                f"`tools/fork.py edit {rel}`, edit build/overlay/{rel}, then `tools/fork.py refresh`."
+                f"`tools/fork.py edit {rel}`, edit {fork.overlay / rel}, then `tools/fork.py refresh`."
             )
     contents: dict[str, str] = {}
     offsets: dict[str, dict[int, int]] = {}
@@ -395,7 +411,7 @@ def build(fork: Fork, discard_edits: bool = False, quiet: bool = False) -> dict:
 
     new_manifest = {
         "torch_dir": str(fork.pristine),
-        "torch_version": REQUIRED_TORCH,
+        "torch_version": fork.release,
         "repo": str(fork.repo),
         "revision": git_revision(fork.repo),
         "source_digest": source_digest(fork),
@@ -474,9 +490,7 @@ def normalize(fork: Fork, name: str) -> str:
     else:
         if _inside_lexically(absolute, fork.repo):
             rel = absolute.relative_to(os.path.abspath(fork.repo)).as_posix()
-        for prefix in ("patches/", "build/overlay/"):
-            if rel.startswith(prefix):
-                rel = rel[len(prefix) :]
+        rel = re.sub(r"^(patches/[^/]+/|build/overlay[^/]*/)", "", rel)
     if rel.endswith(".patch"):
         rel = rel[: -len(".patch")]
     if not rel.startswith("torch/"):
@@ -612,8 +626,11 @@ def check(fork: Fork) -> list[str]:
                 problems.append(
                     f"{path} is out of date with its patch; run tools/fork.py build"
                 )
-        elif not path.is_file():
-            problems.append(f"{path} is missing; run tools/fork.py build")
+        elif path.is_symlink() or not path.is_file():
+            # Missing, or still the upstream file: the patch is newer than the build.
+            problems.append(
+                f"{path} is missing or unpatched; run tools/fork.py build"
+            )
     for rel in fork.new_files():
         path = fork.overlay / rel
         if not path.is_symlink() or Path(os.readlink(path)) != fork.repo / rel:
@@ -745,7 +762,7 @@ def verify_series(fork: Fork, series: list[Path], contents: dict[str, str]) -> N
                 "-q",
                 "--allow-empty",
                 "-m",
-                f"pristine torch {REQUIRED_TORCH} sources",
+                f"pristine torch {fork.release} sources",
             ]
         )
         for patch in series:
@@ -820,7 +837,7 @@ def run_under_overlay(fork: Fork, command: list[str]) -> int:
     # PYTHONPATH and shadow the overlay just built, perhaps an older one.
     env["FUSION_FORK_DISABLE"] = "1"
     print(
-        f"fork: overlay {fork.overlay} (torch {REQUIRED_TORCH} at {fork.pristine}, "
+        f"fork: overlay {fork.overlay} (torch {fork.release} at {fork.pristine}, "
         f"revision {git_revision(fork.repo)})",
         file=sys.stderr,
         flush=True,
@@ -840,7 +857,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="tools/fork.py", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--overlay", help="overlay directory (default: build/overlay)")
+    parser.add_argument(
+        "--overlay", help="overlay directory (default: build/overlay-<release>)"
+    )
     parser.add_argument(
         "--torch",
         dest="pristine",
@@ -878,16 +897,15 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         repo = Path(args.repo).resolve() if args.repo else REPO
+        pristine, release = locate_pristine_torch(args.pristine)
         if args.overlay:
             overlay = Path(args.overlay).resolve()
         elif args.cmd == "run":
-            overlay = (
-                Path(tempfile.gettempdir())
-                / f"fusion-fork-overlay-{hashlib.sha256(str(repo).encode()).hexdigest()[:8]}"
-            )
+            key = hashlib.sha256(str(repo).encode()).hexdigest()[:8]
+            overlay = Path(tempfile.gettempdir()) / f"fusion-fork-overlay-{key}-{release}"
         else:
-            overlay = repo / "build" / "overlay"
-        fork = Fork(repo, locate_pristine_torch(args.pristine), overlay)
+            overlay = repo / "build" / f"overlay-{release}"
+        fork = Fork(repo, pristine, overlay, release)
         if args.cmd == "build":
             start = time.perf_counter()
             changes = build(fork, discard_edits=args.discard_edits)
@@ -919,7 +937,7 @@ def main(argv: list[str] | None = None) -> int:
             if problems:
                 return 1
             print(
-                f"ok: torch {REQUIRED_TORCH} at {fork.pristine}; {len(fork.patched_files())} patches "
+                f"ok: torch {fork.release} at {fork.pristine}; {len(fork.patched_files())} patches "
                 f"apply with no fuzz; {len(fork.new_files())} new files linked; no unrefreshed edits"
             )
         elif args.cmd == "export":

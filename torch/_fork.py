@@ -1,6 +1,6 @@
 """Identity of the fusion fork: which repository revision and patches are live.
 
-The fork runs as an overlay over the installed torch 2.11.0 package (see
+The fork runs as an overlay over the installed torch package, 2.14.1 or 2.11.0 (see
 ``tools/fork.py`` in the fork's repository).  The overlay's build records its
 identity in ``.fork/manifest.json`` beside the overlaid ``torch`` directory;
 this module reads it once, so that ``torch.version.fork`` can say which fork a

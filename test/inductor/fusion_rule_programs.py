@@ -591,6 +591,12 @@ UNTESTED: dict[str, str] = {
     "register_spilling": "GPU only: benchmarked Triton kernels",
     "cache_replayed": "a capture bypasses the caches; tested through the fusion log in test_fusion_remarks.py",
     "cache_hit_without_remarks": "a capture bypasses the caches; tested through the fusion log in test_fusion_remarks.py",
+    # Rules of 2.14.1 only (taxonomy.RELEASES); the GPU machine has 2.11.0.
+    "strict_sum_order": "GPU only, 2.14.1 only: config.numerics='strict' marks a sum strict only for Triton on CUDA",
+    "stream_mismatch": "GPU only, 2.14.1 only: nodes on different CUDA streams",
+    "mempool_mismatch": "GPU only, 2.14.1 only: nodes allocating from different CUDA memory pools",
+    "user_kernel_epilogue": "GPU only, 2.14.1 only: epilogues of user-defined Triton kernels",
+    "multi_output_template_epilogue": "GPU only, 2.14.1 only: epilogues of multi-output Triton templates",
 }
 
 

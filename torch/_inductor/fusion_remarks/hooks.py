@@ -396,15 +396,27 @@ def _rule_args(code: Reason, node1: Any, node2: Any) -> dict[str, Any]:
     return {}
 
 
-def epilogue_code(node2: BaseSchedulerNode) -> Reason:
-    """The rule behind upstream's one "template epilogue not satisfied" check."""
+def epilogue_code(
+    node2: BaseSchedulerNode,
+    *,
+    mutation_allowed: bool = False,
+    reduction_allowed: bool = False,
+    enabled: bool | None = None,
+) -> Reason:
+    """The rule behind upstream's one "template epilogue not satisfied" check.
+
+    2.14.1's check exempts atomic-add epilogues from the mutation rule and
+    reductions the backend can fuse, and reads a per-template switch: its call
+    site passes what it computed (``mutation_allowed``, ``reduction_allowed``,
+    ``enabled``); 2.11.0's reads ``config.epilogue_fusion``.
+    """
     from .. import config
 
-    if node2.has_aliasing_or_mutation():
+    if node2.has_aliasing_or_mutation() and not mutation_allowed:
         return Reason.EPILOGUE_MUTATION
-    if node2.is_reduction():
+    if node2.is_reduction() and not reduction_allowed:
         return Reason.EPILOGUE_REDUCTION
-    if config.epilogue_fusion:
+    if config.epilogue_fusion if enabled is None else enabled:
         return Reason.TEMPLATE_KERNEL
     return Reason.EPILOGUE_DISABLED
 

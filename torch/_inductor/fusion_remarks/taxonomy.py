@@ -99,6 +99,13 @@ class Reason(str, enum.Enum):
     WRONG_ORDER = "wrong_order"
     BUFFER_MARKED_NO_FUSE = "buffer_marked_no_fuse"
     DEVICE_MISMATCH = "device_mismatch"
+    # Rules of torch 2.14.1's Scheduler.can_fuse (absent from 2.11.0; see
+    # RELEASES below).
+    STRICT_SUM_ORDER = "strict_sum_order"
+    STREAM_MISMATCH = "stream_mismatch"
+    MEMPOOL_MISMATCH = "mempool_mismatch"
+    USER_KERNEL_EPILOGUE = "user_kernel_epilogue"
+    MULTI_OUTPUT_TEMPLATE_EPILOGUE = "multi_output_template_epilogue"
     # Scheduler: template prologue and epilogue rules.
     PROLOGUE_DISABLED = "prologue_disabled"
     PROLOGUE_NOT_POINTWISE = "prologue_not_pointwise"
@@ -303,6 +310,26 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     R.DEVICE_MISMATCH: (
         _L,
         "the nodes run on different devices: one kernel runs on one device and cannot compute on the other's memory",
+    ),
+    R.STRICT_SUM_ORDER: (
+        _L,
+        "a reduction must keep eager's summation order (it has a strict sum): fusing it with a template or another reduction would reorder its additions and change the rounding",
+    ),
+    R.STREAM_MISMATCH: (
+        _L,
+        "the nodes are assigned to different CUDA streams: one kernel runs on one stream, so fusing would move work across the user's stream boundary",
+    ),
+    R.MEMPOOL_MISMATCH: (
+        _L,
+        "the nodes allocate from different CUDA memory pools (torch.cuda.use_mem_pool): a fused kernel's outputs could only live in one of them",
+    ),
+    R.USER_KERNEL_EPILOGUE: (
+        _B,
+        "a user-defined Triton kernel takes only an in-place, unary pointwise epilogue over its one mutated output, in the same layout; this consumer is not one",
+    ),
+    R.MULTI_OUTPUT_TEMPLATE_EPILOGUE: (
+        _B,
+        "an epilogue of a multi-output template must be a computed buffer; this consumer is not",
     ),
     R.PROLOGUE_DISABLED: (_C, "config.prologue_fusion is off"),
     R.PROLOGUE_NOT_POINTWISE: (
@@ -513,9 +540,28 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
 del R
 
 
-def reasons_table() -> dict[str, dict[str, str]]:
-    """The taxonomy as JSON: ``{code: {"category": ..., "description": ...}}``."""
-    return {
-        reason.value: {"category": category.value, "description": description}
-        for reason, (category, description) in REASON_INFO.items()
-    }
+# Codes whose rule exists in some supported torch releases only (the fork
+# supports 2.11.0 and 2.14.1, tools/fork.py): the releases that have it.  Every
+# code not listed is decided in every supported release.
+RELEASES: dict[Reason, tuple[str, ...]] = {
+    Reason.STRICT_SUM_ORDER: ("2.14.1",),
+    Reason.STREAM_MISMATCH: ("2.14.1",),
+    Reason.MEMPOOL_MISMATCH: ("2.14.1",),
+    Reason.USER_KERNEL_EPILOGUE: ("2.14.1",),
+    Reason.MULTI_OUTPUT_TEMPLATE_EPILOGUE: ("2.14.1",),
+}
+
+
+def reasons_table() -> dict[str, dict[str, object]]:
+    """The taxonomy as JSON: ``{code: {"category": ..., "description": ...}}``,
+    with ``"releases"`` for a code that only some supported releases decide."""
+    table: dict[str, dict[str, object]] = {}
+    for reason, (category, description) in REASON_INFO.items():
+        entry: dict[str, object] = {
+            "category": category.value,
+            "description": description,
+        }
+        if reason in RELEASES:
+            entry["releases"] = list(RELEASES[reason])
+        table[reason.value] = entry
+    return table
