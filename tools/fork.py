@@ -67,7 +67,11 @@ def install_hint() -> str:
     """How to get a virtualenv with a supported torch, one line per release."""
     lines = []
     for release in SUPPORTED_RELEASES:
-        make = "make develop" if release == DEFAULT_RELEASE else f"TORCH={release} make develop"
+        make = (
+            "make develop"
+            if release == DEFAULT_RELEASE
+            else f"TORCH={release} make develop"
+        )
         lines.append(
             f"    torch {release}: `{make}` (or python -m pip install -r "
             f"requirements/torch-{release}.txt)"
@@ -628,9 +632,7 @@ def check(fork: Fork) -> list[str]:
                 )
         elif path.is_symlink() or not path.is_file():
             # Missing, or still the upstream file: the patch is newer than the build.
-            problems.append(
-                f"{path} is missing or unpatched; run tools/fork.py build"
-            )
+            problems.append(f"{path} is missing or unpatched; run tools/fork.py build")
     for rel in fork.new_files():
         path = fork.overlay / rel
         if not path.is_symlink() or Path(os.readlink(path)) != fork.repo / rel:
@@ -902,7 +904,9 @@ def main(argv: list[str] | None = None) -> int:
             overlay = Path(args.overlay).resolve()
         elif args.cmd == "run":
             key = hashlib.sha256(str(repo).encode()).hexdigest()[:8]
-            overlay = Path(tempfile.gettempdir()) / f"fusion-fork-overlay-{key}-{release}"
+            overlay = (
+                Path(tempfile.gettempdir()) / f"fusion-fork-overlay-{key}-{release}"
+            )
         else:
             overlay = repo / "build" / f"overlay-{release}"
         fork = Fork(repo, pristine, overlay, release)

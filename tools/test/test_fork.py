@@ -67,7 +67,10 @@ class FakeForkTestCase(unittest.TestCase):
             (torch / "_inductor" / "scheduler.py").read_text(),
             patched,
         )
-        write(self.repo / "patches/2.11.0/torch/_inductor/scheduler.py.patch", self.patch_text)
+        write(
+            self.repo / "patches/2.11.0/torch/_inductor/scheduler.py.patch",
+            self.patch_text,
+        )
         write(self.repo / "torch/_inductor/fusion_remarks.py", "REMARKS = 1\n")
         write(self.repo / "test/inductor/test_new.py", "def test():\n    pass\n")
 
@@ -255,7 +258,8 @@ class TestPatches(FakeForkTestCase):
 
     def test_patch_for_a_missing_upstream_file(self) -> None:
         write(
-            self.repo / "patches/2.11.0/torch/_inductor/nonexistent.py.patch", self.patch_text
+            self.repo / "patches/2.11.0/torch/_inductor/nonexistent.py.patch",
+            self.patch_text,
         )
         code, out = self.cli("build")
         self.assertEqual(code, 2)
@@ -306,7 +310,9 @@ class TestEditRefresh(FakeForkTestCase):
         self.assertEqual(self.cli("refresh", str(scheduler))[0], 0)
         self.assertIn(
             "+    return 'fork v2'",
-            (self.repo / "patches/2.11.0/torch/_inductor/scheduler.py.patch").read_text(),
+            (
+                self.repo / "patches/2.11.0/torch/_inductor/scheduler.py.patch"
+            ).read_text(),
         )
         # Reverting an edit and refreshing removes the patch again.
         ir.write_text("IR = 1\n")
