@@ -714,7 +714,41 @@ def export_series(fork: Fork, out: Path) -> list[Path]:
         )
         written.append(path)
     verify_series(fork, written, contents)
+    (out / "PULL_REQUEST.md").write_text(
+        pull_request_text(fork, patches), encoding="utf-8"
+    )
     return written
+
+
+def pull_request_text(fork: Fork, patches: list[tuple[str, str]]) -> str:
+    """The pull request's description: the release the series is against and
+    its size, counted from the series itself."""
+    hooked = [(s, d) for s, d in patches if "Hook fusion instrumentation" in s]
+    added = [(s, d) for s, d in patches if s.startswith("[inductor] Add ")]
+
+    def changed_lines(diff: str) -> int:
+        return sum(
+            1
+            for line in diff.splitlines()
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        )
+
+    patch_lines = sum(len(d.splitlines()) for _, d in hooked)
+    return (
+        f"# [inductor] Fusion remarks: every kernel boundary with its reason\n\n"
+        f"Against `v{fork.release}` (`git am` on a checkout of that tag). "
+        f"{len(patches)} commits: {len(added)} new files and hooks in "
+        f"{len(hooked)} upstream files, whose patches are {patch_lines} lines "
+        f"({sum(changed_lines(d) for _, d in hooked)} changed lines).\n\n"
+        "Inductor decides at many sites which ops share a kernel; this series "
+        "makes every such rule report its decision with a reason code "
+        "(`TORCH_LOGS=fusion`, `torch._inductor.fusion_report`), so that each "
+        "kernel boundary of a compiled graph is explained. The upstream files "
+        "change only by one-line calls into `torch/_inductor/fusion_remarks/` "
+        "and a reason code at each `WhyNoFuse` call; nothing changes when the "
+        "log is off.\n\n"
+        f"Exported from the fusion fork at revision {git_revision(fork.repo)}.\n"
+    )
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -45,6 +45,7 @@ class Rule:
     setup: Callable[[], contextlib.AbstractContextManager[Any]] | None = None
     cpu: bool = True  # False: no CPU program fires it (``why`` says why)
     xfail: str | None = None  # a known bug of the report that fails the test
+    releases: tuple[str, ...] = ()  # torch releases with the rule (empty: all)
     why: str = ""  # why the program fires the rule (and the counterfactual removes it)
 
 
@@ -126,6 +127,11 @@ def reused_trig_chain(x):
 def reused_exp(x):
     y = x.exp()
     return y.sum(), y * 2
+
+
+def six_users(x):
+    y = x * 2 + 1  # 5 ops, 1 read, 6 users
+    return y + 1, y - 2, y * 3, y / 4, y.abs(), y.neg()
 
 
 def sum_of_two(a, b):
@@ -381,6 +387,14 @@ RULES: tuple[Rule, ...] = (
          why="a 0-d value that is a graph output and is also read by another op"),
     Rule("reuse_cpu_heavy_op", reused_exp, M8, **LOWERING,
          why="x.exp() on the CPU, with 2 users"),
+    Rule("reuse_many_users", six_users, M8, **LOWERING, releases=("2.14.1",),
+         patch={"realize_cpu_opcount_threshold": 6},
+         counterfactual={"realize_cpu_opcount_threshold": 6,
+                         "realize_opusers_threshold": 100},
+         why="y = x * 2 + 1 has 6 users, more than realize_opusers_threshold=5, "
+             "and 5 ops, more than realize_cpu_opcount_threshold - 2 (but not "
+             "more than the threshold, so not a large body): mark_reuse stores "
+             "it; with realize_opusers_threshold=100 it is inlined into its users"),
     Rule("extern_input", sin_into_mm, M8x2, **LOWERING,
          why="mm reads x.sin() from memory"),
     Rule("readers_before_mutation", read_then_mutate, M8, **LOWERING,
@@ -592,6 +606,7 @@ UNTESTED: dict[str, str] = {
     "cache_replayed": "a capture bypasses the caches; tested through the fusion log in test_fusion_remarks.py",
     "cache_hit_without_remarks": "a capture bypasses the caches; tested through the fusion log in test_fusion_remarks.py",
     # Rules of 2.14.1 only (taxonomy.RELEASES); the GPU machine has 2.11.0.
+    "reuse_inline_asm": "GPU only, 2.14.1 only: inline_asm_elementwise generates Triton inline assembly",
     "strict_sum_order": "GPU only, 2.14.1 only: config.numerics='strict' marks a sum strict only for Triton on CUDA",
     "stream_mismatch": "GPU only, 2.14.1 only: nodes on different CUDA streams",
     "mempool_mismatch": "GPU only, 2.14.1 only: nodes allocating from different CUDA memory pools",

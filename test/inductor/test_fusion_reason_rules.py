@@ -24,7 +24,7 @@ import unittest
 
 import torch
 import torch._dynamo
-from torch._inductor import config, fusion_report
+from torch._inductor import config, fusion_report, release_compat
 from torch._inductor.test_case import run_tests, TestCase
 
 
@@ -128,6 +128,11 @@ def _rule_test(rule):
     test.__doc__ = f"{rule.code}: {rule.why}"
     if rule.xfail is not None:
         test = unittest.expectedFailure(test)
+    if rule.releases and release_compat.RELEASE not in rule.releases:
+        test = unittest.skip(
+            f"torch {release_compat.RELEASE} has no such rule "
+            f"(only {', '.join(rule.releases)})"
+        )(test)
     return test
 
 
@@ -153,6 +158,11 @@ class TestReasonRuleTable(TestCase):
             with self.subTest(rule.code):
                 self.assertTrue(rule.why)
                 self.assertIn(rule.where, {"boundary", "remark", "graph_break"})
+                # A rule of some releases only is one the taxonomy marks so.
+                releases = fusion_report.reasons_table()[rule.code].get("releases")
+                self.assertEqual(tuple(releases or ()), rule.releases)
+                if rule.releases and release_compat.RELEASE not in rule.releases:
+                    continue  # its options need not exist in this release
                 # every option named exists (config.patch refuses unknown ones)
                 for patch in (rule.patch, rule.counterfactual or {}):
                     with config.patch(patch):

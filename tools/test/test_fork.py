@@ -527,6 +527,14 @@ class TestRealTorch(unittest.TestCase):
         text = "".join(p.read_text() for p in series)
         self.assertIn("diff --git a/torch/_inductor/scheduler.py", text)
         self.assertNotIn("torch/version.py", text)
+        # The pull request's text names the release and counts this series.
+        manifest = json.loads((self.overlay / ".fork/manifest.json").read_text())
+        release = manifest["torch_version"]
+        pr = (out_dir / "PULL_REQUEST.md").read_text()
+        self.assertIn(f"Against `v{release}`", pr)
+        hooked = [p for p in series if "Hook-fusion-instrumentation" in p.name]
+        self.assertIn(f"hooks in {len(hooked)} upstream files", pr)
+        self.assertIn(f"{len(series)} commits", pr)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,24 @@ comparing version strings of its own.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 
-__all__ = ["RELEASE", "SUPPORTED_RELEASES", "release_at_least"]
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+__all__ = [
+    "RELEASE",
+    "REUSE_HEAVY_CPU_OPS",
+    "REUSE_RULE_HAS_INLINE_ASM",
+    "REUSE_RULE_HAS_OP_USERS",
+    "SUPPORTED_RELEASES",
+    "applies_here",
+    "release_at_least",
+]
 
 # Releases with a patch series, oldest first (tools/fork.py keeps the same list).
 SUPPORTED_RELEASES: tuple[str, ...] = ("2.11.0", "2.14.1")
@@ -35,3 +49,37 @@ def _key(release: str) -> tuple[int, ...]:
 def release_at_least(release: str) -> bool:
     """True on ``release`` and later ones: the test of every difference below."""
     return _key(RELEASE) >= _key(release)
+
+
+# StorageBox.should_realize_on_reuse (ir.py), the rule that stores a value
+# several ops read instead of recomputing it in each.  On the CPU it stores a
+# value computed with a "heavy" op; 2.14.1 widened the list and added two
+# causes: a value computed by inline assembly, and (on the CPU) a pointwise
+# value with more than config.realize_opusers_threshold users and nearly
+# config.realize_cpu_opcount_threshold ops.  fusion_remarks/hooks.py tells the
+# causes apart by these.
+if release_at_least("2.14.1"):
+    REUSE_HEAVY_CPU_OPS: tuple[str, ...] = (
+        "exp",
+        "log",
+        "log10",
+        "log1p",
+        "log2",
+        "sigmoid",
+        "tanh",
+    )
+    REUSE_RULE_HAS_INLINE_ASM = True
+    REUSE_RULE_HAS_OP_USERS = True
+else:
+    REUSE_HEAVY_CPU_OPS = ("exp", "sigmoid")
+    REUSE_RULE_HAS_INLINE_ASM = False
+    REUSE_RULE_HAS_OP_USERS = False
+
+
+def applies_here(releases: Sequence[str]) -> bool:
+    """Whether an entry for ``releases`` applies to the running release.
+
+    An empty ``releases`` means every supported release (the entry is not a
+    difference between them).
+    """
+    return not releases or RELEASE in releases

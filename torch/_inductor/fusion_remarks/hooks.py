@@ -33,6 +33,7 @@ from typing import Any, TYPE_CHECKING, TypeVar
 
 import torch
 
+from .. import release_compat
 from . import analysis, recorder as rec, sinks
 from .model import PairVerdict, Realization, Remark
 from .recorder import Evaluation, fusion_log, guarded, Refusal
@@ -54,13 +55,16 @@ _T = TypeVar("_T")
 # The realize rules in force, innermost last: (code, is_rule).  A rule tag
 # (is_rule) names the rule that decided; a mechanism tag (an extern kernel's
 # helper that realizes its inputs) applies only where no rule encloses it.
-_realize_tags: list[tuple[Reason, bool]] = []
+# (code, is_rule, what the rule compared) of each realize rule entered.
+_realize_tags: list[tuple[Reason, bool, dict[str, Any]]] = []
 
 
 @contextlib.contextmanager
-def realize_rule(code: Reason) -> Iterator[None]:
-    """Around a ``realize()`` call: the rule ``code`` decided to realize."""
-    _realize_tags.append((code, True))
+def realize_rule(code: Reason, **compared: Any) -> Iterator[None]:
+    """Around a ``realize()`` call: the rule ``code`` decided to realize;
+    ``compared``: numbers the rule decided on that the buffer does not keep
+    (e.g. ``users``)."""
+    _realize_tags.append((code, True, compared))
     try:
         yield
     finally:
@@ -78,7 +82,7 @@ def realizes_for(
     def decorate(fn: Callable[..., _T]) -> Callable[..., _T]:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> _T:
-            _realize_tags.append((code, rule))
+            _realize_tags.append((code, rule, {}))
             try:
                 return fn(*args, **kwargs)
             finally:
@@ -110,9 +114,10 @@ def _realize_reason(buffer: Any) -> tuple[Reason, str, dict[str, Any]]:
     from ..virtualized import V
 
     data = getattr(buffer, "data", None)
-    rules = [code for code, is_rule in _realize_tags if is_rule]
-    mechanisms = [code for code, is_rule in _realize_tags if not is_rule]
-    code = rules[-1] if rules else mechanisms[-1] if mechanisms else None
+    rules = [(code, compared) for code, is_rule, compared in _realize_tags if is_rule]
+    mechanisms = [code for code, is_rule, _ in _realize_tags if not is_rule]
+    code = rules[-1][0] if rules else mechanisms[-1] if mechanisms else None
+    compared = rules[-1][1] if rules else {}
     node = getattr(V.graph, "current_node", None) if V.graph else None
     op = str(node.target) if node is not None and node.op == "call_function" else ""
     detail = f"lowering {op}" if op else ""
@@ -124,15 +129,35 @@ def _realize_reason(buffer: Any) -> tuple[Reason, str, dict[str, Any]]:
         return Reason.LOWERING_MATERIALIZES, detail, {}
     args: dict[str, Any] = {}
     if code is Reason.REUSE_TOO_MANY_READS:
-        # StorageBox.should_realize_on_reuse: one rule, three causes.
+        # StorageBox.should_realize_on_reuse: one rule, several causes, told
+        # apart in the rule's own order (release_compat says which it has).
         args = {
             "reads": data.num_reads(),
             "threshold": config.realize_reads_threshold,
         }
-        if ir.is_cpu(data) and any(
-            op in data.inner_fn_opcount().used_ops for op in ("exp", "sigmoid")
+        opcount = data.inner_fn_opcount()
+        if (
+            release_compat.REUSE_RULE_HAS_INLINE_ASM
+            and "inline_asm_elementwise" in opcount.used_ops
+        ):
+            code = Reason.REUSE_INLINE_ASM
+        elif ir.is_cpu(data) and any(
+            op in opcount.used_ops for op in release_compat.REUSE_HEAVY_CPU_OPS
         ):
             code = Reason.REUSE_CPU_HEAVY_OP
+        elif (
+            release_compat.REUSE_RULE_HAS_OP_USERS
+            and ir.is_cpu(data)
+            and isinstance(data, ir.Pointwise)
+            and compared.get("users", 0) > config.realize_opusers_threshold
+            and opcount.num_ops > max(0, data.get_realize_opcount_threshold() - 2)
+        ):
+            code = Reason.REUSE_MANY_USERS
+            args = {
+                "users": compared["users"],
+                "users_threshold": config.realize_opusers_threshold,
+                "ops": opcount.num_ops,
+            }
         elif args["reads"] <= args["threshold"]:
             code = Reason.REUSE_LARGE_INNER_FN
     elif code is Reason.ACC_READS_EXCEEDED:

@@ -81,6 +81,8 @@ class Reason(str, enum.Enum):
     REUSE_CPU_HEAVY_OP = "reuse_cpu_heavy_op"
     REUSE_TOO_MANY_READS = "reuse_too_many_reads"
     REUSE_LARGE_INNER_FN = "reuse_large_inner_fn"
+    REUSE_MANY_USERS = "reuse_many_users"
+    REUSE_INLINE_ASM = "reuse_inline_asm"
     ACC_READS_EXCEEDED = "acc_reads_exceeded"
     ACC_LARGE_INNER_FN = "acc_large_inner_fn"
     POINTWISE_OPCOUNT_LIMIT = "pointwise_opcount_limit"
@@ -239,7 +241,7 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.REUSE_CPU_HEAVY_OP: (
         _H,
-        "on CPU, a reused value computed with exp or sigmoid is stored rather than recomputed",
+        "on CPU, a reused value computed with a heavy op (exp or sigmoid; 2.14.1 adds log, log10, log1p, log2 and tanh) is stored rather than recomputed",
     ),
     R.REUSE_TOO_MANY_READS: (
         _H,
@@ -248,6 +250,14 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     R.REUSE_LARGE_INNER_FN: (
         _H,
         "a reused value's loop body has more than config.realize_opcount_threshold ops, so it is stored",
+    ),
+    R.REUSE_MANY_USERS: (
+        _H,
+        "on CPU, a reused pointwise value with more users than config.realize_opusers_threshold and nearly config.realize_cpu_opcount_threshold ops is stored rather than recomputed in each user",
+    ),
+    R.REUSE_INLINE_ASM: (
+        _H,
+        "a reused value computed by inline assembly (inline_asm_elementwise) is stored rather than recomputed",
     ),
     R.ACC_READS_EXCEEDED: (
         _H,
@@ -544,6 +554,8 @@ del R
 # supports 2.11.0 and 2.14.1, tools/fork.py): the releases that have it.  Every
 # code not listed is decided in every supported release.
 RELEASES: dict[Reason, tuple[str, ...]] = {
+    Reason.REUSE_MANY_USERS: ("2.14.1",),
+    Reason.REUSE_INLINE_ASM: ("2.14.1",),
     Reason.STRICT_SUM_ORDER: ("2.14.1",),
     Reason.STREAM_MISMATCH: ("2.14.1",),
     Reason.MEMPOOL_MISMATCH: ("2.14.1",),
