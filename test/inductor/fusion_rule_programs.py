@@ -457,8 +457,12 @@ RULES: tuple[Rule, ...] = (
          why="a pointwise producer of a C++ bmm template with "
              "config.prologue_fusion off (on: prologue_non_triton_template)"),
     Rule("prologue_non_triton_template", bmm_of_scaled_sin, BMM,
-         patch={**CPP_GEMM, "prologue_fusion": True},
+         patch={**CPP_GEMM, "prologue_fusion": True}, releases=("2.11.0",),
          why="a pointwise producer of a C++ (not Triton) bmm template"),
+    Rule("prologue_not_accepted", bmm_of_scaled_sin, BMM,
+         patch={**CPP_GEMM, "prologue_fusion": True}, releases=("2.14.1",),
+         why="a pointwise producer of a C++ bmm template, which allows a "
+             "prologue on none of its inputs"),
     Rule("prologue_not_pointwise", bmm_of_softmax, BMM,
          patch={**CPP_GEMM, "prologue_fusion": True},
          why="softmax (a reduction) producing a bmm template's input"),

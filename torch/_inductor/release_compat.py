@@ -10,7 +10,7 @@ comparing version strings of its own.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 import torch
 
@@ -25,8 +25,10 @@ __all__ = [
     "REUSE_RULE_HAS_INLINE_ASM",
     "REUSE_RULE_HAS_OP_USERS",
     "SUPPORTED_RELEASES",
+    "acc_reads_threshold",
     "applies_here",
     "release_at_least",
+    "size_hint",
 ]
 
 # Releases with a patch series, oldest first (tools/fork.py keeps the same list).
@@ -83,3 +85,27 @@ def applies_here(releases: Sequence[str]) -> bool:
     difference between them).
     """
     return not releases or RELEASE in releases
+
+
+def acc_reads_threshold(data: object) -> int:
+    """The read count above which TensorBox.has_exceeded_max_reads stores a
+    pointwise value: ``config.realize_acc_reads_threshold``, which 2.14.1 lets
+    be None for a per-device default (``realize_cpu_acc_reads_threshold`` on
+    the CPU)."""
+    from . import config, ir
+
+    threshold = config.realize_acc_reads_threshold
+    if threshold is None:
+        if ir.is_cpu(data):
+            return config.realize_cpu_acc_reads_threshold
+        return config._realize_acc_reads_threshold_default
+    return threshold
+
+
+def size_hint(sizevars: Any, expr: Any, fallback: int = 0) -> int:
+    """A concrete size for ``expr`` for estimates that add no guard:
+    ``SizeVarAllocator.size_hint`` on 2.11.0, renamed ``optimization_hint`` in
+    2.14.1."""
+    if hasattr(sizevars, "size_hint"):  # 2.11.0
+        return int(sizevars.size_hint(expr, fallback=fallback))
+    return int(sizevars.optimization_hint(expr, fallback=fallback))

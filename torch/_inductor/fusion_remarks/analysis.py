@@ -26,6 +26,7 @@ from typing import Any, TYPE_CHECKING
 
 import torch
 
+from .. import release_compat
 from .model import Boundary, GraphReport, KernelRecord, PairVerdict, Remark
 from .taxonomy import Category, Kind, Reason, Stage
 
@@ -398,8 +399,8 @@ def buffer_bytes(name: str) -> int | None:
         buf = V.graph.try_get_buffer(name)
         if buf is None:
             return None
-        numel = V.graph.sizevars.size_hint(buf.get_numel(), fallback=0)
-        return int(numel) * buf.get_dtype().itemsize
+        numel = release_compat.size_hint(V.graph.sizevars, buf.get_numel())
+        return numel * buf.get_dtype().itemsize
     except Exception:
         return None
 

@@ -165,7 +165,7 @@ def _realize_reason(buffer: Any) -> tuple[Reason, str, dict[str, Any]]:
         if isinstance(data, ir.Pointwise):
             args = {
                 "reads": data.num_reads(),
-                "threshold": config.realize_acc_reads_threshold,
+                "threshold": release_compat.acc_reads_threshold(data),
             }
             if args["reads"] <= args["threshold"] and data.has_large_inner_fn():
                 code = Reason.ACC_LARGE_INNER_FN

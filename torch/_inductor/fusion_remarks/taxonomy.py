@@ -112,6 +112,7 @@ class Reason(str, enum.Enum):
     PROLOGUE_DISABLED = "prologue_disabled"
     PROLOGUE_NOT_POINTWISE = "prologue_not_pointwise"
     PROLOGUE_NON_TRITON_TEMPLATE = "prologue_non_triton_template"
+    PROLOGUE_NOT_ACCEPTED = "prologue_not_accepted"
     PROLOGUE_INPUT_NOT_ALLOWED = "prologue_input_not_allowed"
     PROLOGUE_MUTATION = "prologue_mutation"
     PROLOGUE_MULTI_USE = "prologue_multi_use"
@@ -350,6 +351,10 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
         _B,
         "prologue fusion is only implemented for Triton templates",
     ),
+    R.PROLOGUE_NOT_ACCEPTED: (
+        _B,
+        "the template accepts a prologue on none of its inputs (every non-Triton template, and Triton templates that allow none): 2.14.1's form of prologue_non_triton_template",
+    ),
     R.PROLOGUE_INPUT_NOT_ALLOWED: (
         _B,
         "the template does not accept a prologue for this input",
@@ -554,6 +559,9 @@ del R
 # supports 2.11.0 and 2.14.1, tools/fork.py): the releases that have it.  Every
 # code not listed is decided in every supported release.
 RELEASES: dict[Reason, tuple[str, ...]] = {
+    # 2.14.1 asks the template which inputs take a prologue instead.
+    Reason.PROLOGUE_NON_TRITON_TEMPLATE: ("2.11.0",),
+    Reason.PROLOGUE_NOT_ACCEPTED: ("2.14.1",),
     Reason.REUSE_MANY_USERS: ("2.14.1",),
     Reason.REUSE_INLINE_ASM: ("2.14.1",),
     Reason.STRICT_SUM_ORDER: ("2.14.1",),
