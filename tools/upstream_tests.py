@@ -7,8 +7,9 @@ stock torch and once with the fork, and the tool prints pass/fail/skip counts
 per file and arm and every test that stock passes but the fork fails (a
 regression; exit status 1 if there is any).
 
-The stored versions of those files are newer than 2.11.0; each runs as a
-*compat copy* (see :func:`compat_copy`), identical on both arms.
+The stored versions of those files can be newer than the installed torch
+(2.11.0 or 2.14.1); each runs as a *compat copy* (see :func:`compat_copy`),
+identical on both arms.
 
 Stock torch is the same installation without the overlay: in the fork's
 virtualenv ``FUSION_FORK_DISABLE=1`` turns the ``.pth`` off; elsewhere (the GPU
@@ -32,12 +33,12 @@ from pathlib import Path
 
 RESULT = re.compile(r"^(\S+::\S+(?:::\S+)?) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)")
 
-# The stored upstream test files come from commits newer than 2.11.0; they may
-# import helper modules of upstream's test/ tree, or torch names that 2.11.0
-# lacks.  The compat copy keeps every test as written and makes only this
-# difference: a missing torch name imports as a stub that fails the tests using
-# it (on both arms alike), and the two helper modules below are minimal
-# stand-ins with the names the files use.
+# The stored upstream test files can come from commits newer than the installed
+# torch; they may import helper modules of upstream's test/ tree, or torch names
+# that this torch lacks.  The compat copy keeps every test as written and makes
+# only this difference: a missing torch name imports as a stub that fails the
+# tests using it (on both arms alike), and the two helper modules below are
+# minimal stand-ins with the names the files use.
 HELPERS = {
     "test_torchinductor.py": '''\
 import contextlib
@@ -95,6 +96,20 @@ def check_model(self, model, example_inputs, kwargs=None, *, atol=None,
 
 
 check_model_gpu = check_model
+
+
+def copy_tests(my_cls, other_cls, suffix, test_failures=None, xfail_prop=None):
+    """Copy ``my_cls``'s tests onto ``other_cls`` as ``<name>_<suffix>``."""
+    import functools
+
+    for name, value in list(my_cls.__dict__.items()):
+        if name.startswith("test_"):
+
+            @functools.wraps(value)
+            def new_test(self, value=value):
+                return value(self)
+
+            setattr(other_cls, f"{name}_{suffix}", new_test)
 ''',
     "test_aot_inductor_utils.py": '''\
 import torch
@@ -134,7 +149,7 @@ class _Missing:
 
 
 def compat_copy(file: str, out_dir: Path) -> tuple[Path, list[str]]:
-    """Copy ``file`` into ``out_dir``, adapting what 2.11.0 lacks (see HELPERS)."""
+    """Copy ``file`` into ``out_dir``, adapting what this torch lacks (see HELPERS)."""
     import ast
     import importlib
 
