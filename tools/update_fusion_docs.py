@@ -3,44 +3,80 @@
 
 * the reason taxonomy (``torch._inductor.fusion_remarks.taxonomy.REASON_INFO``) in
   ``docs/source/torch.compiler_fusion_remarks.md``;
-* the ablation switches' options (``torch._inductor.fusion_ablation``) in
+* the ablation switches' options (``torch._inductor.fusion_ablation``), each
+  with the torch releases it applies to, and the classification of the config
+  options torch 2.14.1 added (``torch._inductor.fusion_ablation_options``) in
   ``docs/source/torch.compiler_fusion_ablation.md``.
 
 The docs are written from the code so the two cannot drift (tests check it).
-Run with the fork's Python: ``.venv/bin/python tools/update_fusion_docs.py``.
+The tables list every release's entries, so any supported release's Python
+writes the same docs.  Run with the fork's Python:
+``.venv/bin/python tools/update_fusion_docs.py`` (``--check``: change nothing,
+fail if a doc is out of date).
 """
 
 from __future__ import annotations
 
+import argparse
 import re
+import sys
 from pathlib import Path
 
-from torch._inductor import fusion_ablation
-from torch._inductor.fusion_remarks.taxonomy import REASON_INFO
+from torch._inductor import fusion_ablation, fusion_ablation_options
+from torch._inductor.fusion_remarks.taxonomy import REASON_INFO, RELEASES
 
 
 DOCS = Path(__file__).resolve().parent.parent / "docs/source"
 
 
 def reasons_table() -> str:
-    rows = ["| code | category | meaning |", "|---|---|---|"]
+    rows = ["| code | category | releases | meaning |", "|---|---|---|---|"]
     for reason, (category, description) in REASON_INFO.items():
-        rows.append(f"| `{reason.value}` | {category.value} | {description} |")
+        releases = releases_cell(RELEASES.get(reason, ()))
+        rows.append(
+            f"| `{reason.value}` | {category.value} | {releases} | {description} |"
+        )
     return "\n".join(rows)
 
 
+def releases_cell(releases: tuple[str, ...]) -> str:
+    return ", ".join(releases) if releases else "all"
+
+
 def held_table(held: tuple[fusion_ablation.HeldOption, ...]) -> str:
-    rows = ["| option | held at | optimization | why |", "|---|---|---|---|"]
+    rows = [
+        "| option | held at | optimization | why | releases |",
+        "|---|---|---|---|---|",
+    ]
     for h in held:
-        rows.append(f"| `{h.option}` | `{h.value!r}` | {h.optimization} | {h.why} |")
+        rows.append(
+            f"| `{h.option}` | `{h.value!r}` | {h.optimization} | {h.why} "
+            f"| {releases_cell(h.releases)} |"
+        )
     return "\n".join(rows)
 
 
 def kept_table() -> str:
-    rows = ["| left on | why |", "|---|---|"]
+    rows = ["| left on | why | releases |", "|---|---|---|"]
     for k in fusion_ablation.KEPT:
-        rows.append(f"| {k.what} | {k.why} |")
+        rows.append(f"| {k.what} | {k.why} | {releases_cell(k.releases)} |")
     return "\n".join(rows)
+
+
+def added_table() -> str:
+    rows = ["| option | verdict | why |", "|---|---|---|"]
+    for a in fusion_ablation_options.ADDED_IN_2_14_1:
+        rows.append(f"| `{a.option}` | {a.verdict.value} | {a.why()} |")
+    return "\n".join(rows)
+
+
+def added_counts() -> str:
+    added = fusion_ablation_options.ADDED_IN_2_14_1
+    counts = [
+        f"{sum(a.verdict is v for a in added)} {v.value}"
+        for v in fusion_ablation_options.Verdict
+    ]
+    return f"{len(added)} options: " + ", ".join(counts) + "."
 
 
 TABLES = {
@@ -48,6 +84,8 @@ TABLES = {
     "torch.compiler_fusion_ablation.md": {
         "fusion_only": lambda: held_table(fusion_ablation.FUSION_ONLY),
         "kept": kept_table,
+        "added_counts": added_counts,
+        "added_options": added_table,
         "no_fusion": lambda: held_table(fusion_ablation.NO_FUSION),
     },
 }
@@ -66,17 +104,35 @@ def render(text: str, tables: dict) -> str:
     return text
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if a doc differs from what the code generates",
+    )
+    args = parser.parse_args(argv)
+    stale = []
     for filename, tables in TABLES.items():
         doc = DOCS / filename
         text = doc.read_text()
         new = render(text, tables)
-        if new != text:
+        if new == text:
+            print(f"{doc} is up to date")
+        elif args.check:
+            stale.append(doc)
+            print(f"{doc} is out of date", file=sys.stderr)
+        else:
             doc.write_text(new)
             print(f"updated {doc}")
-        else:
-            print(f"{doc} is up to date")
+    if stale:
+        print(
+            "run `.venv/bin/python tools/update_fusion_docs.py` to regenerate",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -9,6 +9,12 @@ generated) and every boundary between them says ``no_fusion``; with
 (no OpenMP, no vector ISA in C++ kernels) and listed as ``config`` remarks.
 Results equal eager in every combination, over upstream's OpInfo database and
 over the benchmarks' default model set.
+
+Per release: fusion_only holds the options of the running torch release only
+(an entry's ``releases``), and every config option torch 2.14.1 added since
+2.11.0 is classified (``fusion_ablation_options``): the test compares the
+running release's stock option names with 2.11.0's, committed in
+``fusion_ablation_options_2.11.0.txt`` next to this file.
 """
 
 import inspect
@@ -16,11 +22,18 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import torch
 import torch._dynamo
-from torch._inductor import fusion_ablation, fusion_report, metrics
+from torch._inductor import (
+    fusion_ablation,
+    fusion_ablation_options,
+    fusion_report,
+    metrics,
+    release_compat,
+)
 from torch._inductor.fusion_remarks import analysis as fusion_analysis
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
@@ -34,8 +47,15 @@ from torch.testing._internal.logging_utils import LoggingTestCase, make_logging_
 from test_fusion_remarks_opinfo import first_sample_call, opinfo_subset
 
 
-REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(REPO, "benchmarks", "fusion"))
+
+ON_2_14_1 = release_compat.release_at_least("2.14.1")
+# The FUSION_ONLY entries of options torch 2.14.1 added.
+HELD_SINCE_2_14_1 = [
+    h for h in fusion_ablation.FUSION_ONLY if h.releases == ("2.14.1",)
+]
 
 SWITCHES = {
     "no_fusion": {"no_fusion": True},
@@ -155,7 +175,10 @@ class TestFusionOnly(TestCase):
         held = [r for r in rep.graphs[0]["remarks"] if r["reason"] == "config_held_off"]
         self.assertEqual(
             [r["args"]["option"] for r in held],
-            [h.option for h in fusion_ablation.FUSION_ONLY],
+            [
+                h.option
+                for h in fusion_ablation.for_this_release(fusion_ablation.FUSION_ONLY)
+            ],
         )
         self.assertEqual({r["category"] for r in held}, {"config"})
         self.assertIn(
@@ -230,6 +253,192 @@ class TestFusionOnly(TestCase):
             "(from TORCHINDUCTOR_FUSION_ONLY: 0 or 1), got 'yes'",
             result.stderr,
         )
+
+
+def config_value(option):
+    if option.startswith("functorch."):
+        return getattr(torch._functorch.config, option[len("functorch.") :])
+    return getattr(torch._inductor.config, option)
+
+
+def running_option_names():
+    return {
+        *torch._inductor.config._config,
+        *("functorch." + name for name in torch._functorch.config._config),
+    }
+
+
+# The option names of the running release's stock torch: the fork's overlay
+# (a sys.path entry holding torch/_fork.py) off, so without the fork's own
+# options.  The same listing as the committed 2.11.0 file's.
+STOCK_NAMES = r"""
+import os, sys
+sys.path[:] = [
+    p for p in sys.path
+    if not os.path.exists(os.path.join(p or ".", "torch", "_fork.py"))
+]
+import torch
+import torch._inductor.config as i, torch._functorch.config as f
+assert not os.path.exists(os.path.join(os.path.dirname(torch.__file__), "_fork.py"))
+print("\n".join(sorted([*i._config, *("functorch." + k for k in f._config)])))
+"""
+
+
+def stock_option_names():
+    result = subprocess.run(
+        [sys.executable, "-c", STOCK_NAMES],
+        env=dict(os.environ, FUSION_FORK_DISABLE="1"),
+        cwd=tempfile.gettempdir(),
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode:
+        raise RuntimeError(result.stderr)
+    return set(result.stdout.split())
+
+
+def option_names_2_11_0():
+    with open(os.path.join(HERE, "fusion_ablation_options_2.11.0.txt")) as f:
+        return {line.strip() for line in f if line.strip() and line[0] != "#"}
+
+
+class TestFusionOnlyPerRelease(TestCase):
+    """fusion_only holds what the running torch release has, and only that."""
+
+    def test_entries_name_supported_releases(self):
+        tables = (
+            fusion_ablation.FUSION_ONLY
+            + fusion_ablation.KEPT
+            + fusion_ablation.NO_FUSION
+        )
+        for entry in tables:
+            self.assertLessEqual(
+                set(entry.releases), set(release_compat.SUPPORTED_RELEASES), entry
+            )
+        with torch._inductor.config.patch(fusion_only=True):
+            held = [h for _, h in fusion_ablation.held_options()]
+        self.assertEqual(
+            held,
+            [
+                h
+                for h in fusion_ablation.FUSION_ONLY
+                if not h.releases or release_compat.RELEASE in h.releases
+            ],
+        )
+
+    def test_scheduler_sees_every_held_value(self):
+        from torch._inductor.scheduler import Scheduler
+
+        held = fusion_ablation.for_this_release(fusion_ablation.FUSION_ONLY)
+        seen = []
+        original = Scheduler.__init__
+
+        def spy(self, *args, **kwargs):
+            seen.append({h.option: config_value(h.option) for h in held})
+            original(self, *args, **kwargs)
+
+        torch._dynamo.reset()
+        with (
+            unittest.mock.patch.object(Scheduler, "__init__", spy),
+            torch._inductor.config.patch(fusion_only=True),
+        ):
+            torch.compile(sin_plus_cos)(torch.randn(64))
+        self.assertEqual(seen, [{h.option: h.value for h in held}])
+        self.assertEqual(
+            [h for h in HELD_SINCE_2_14_1 if h in held],
+            HELD_SINCE_2_14_1 if ON_2_14_1 else [],
+        )
+
+    @unittest.skipIf(ON_2_14_1, "the 2.14.1 options exist here and are held")
+    def test_2_14_1_options_are_not_applied_on_2_11_0(self):
+        self.assertTrue(HELD_SINCE_2_14_1)
+        with torch._inductor.config.patch(fusion_only=True):
+            held = {h.option for _, h in fusion_ablation.held_options()}
+        for h in HELD_SINCE_2_14_1:
+            self.assertNotIn(h.option, held)
+            self.assertNotIn(h.option, running_option_names())
+        # Compiling under the switch patches none of them (an unknown option
+        # would fail the config patch).
+        rep = compiled_under(
+            self, SWITCHES["fusion_only"], sin_plus_cos, torch.randn(64)
+        )
+        remarked = {
+            r["args"]["option"]
+            for r in rep.graphs[0]["remarks"]
+            if r["reason"] == "config_held_off"
+        }
+        self.assertFalse(remarked & {h.option for h in HELD_SINCE_2_14_1})
+
+    def test_two_step_variance_held(self):
+        # The counterfactual of cpp.use_two_step_variance_threshold: 2.14.1
+        # computes this var_mean (rows of 256) by the two-step algorithm,
+        # fusion_only by Welford, as 2.11.0 does either way.
+        def welford(switches):
+            torch._dynamo.reset()
+            with torch._inductor.config.patch(switches):
+                _, (code,) = run_and_get_code(
+                    torch.compile(lambda x: torch.var_mean(x, -1)),
+                    torch.randn(32, 256),
+                )
+            return "Welford" in code
+
+        self.assertEqual(welford({}), not ON_2_14_1)
+        self.assertTrue(welford(SWITCHES["fusion_only"]))
+
+    @unittest.skipUnless(
+        ON_2_14_1,
+        "aten_distributed_optimizations.enable_simple_overlap is new in 2.14.1",
+    )
+    def test_simple_overlap_held(self):
+        # The counterfactual of enable_simple_overlap: the scheduler runs the
+        # pass on every graph by default, not under fusion_only.
+        from torch._inductor import comms
+
+        def calls(switches):
+            torch._dynamo.reset()
+            with (
+                unittest.mock.patch.object(
+                    comms, "simple_overlap", wraps=comms.simple_overlap
+                ) as simple_overlap,
+                torch._inductor.config.patch(switches),
+            ):
+                torch.compile(sin_plus_cos)(torch.randn(64))
+            return simple_overlap.call_count
+
+        self.assertEqual(calls({}), 1)
+        self.assertEqual(calls(SWITCHES["fusion_only"]), 0)
+
+
+class TestAddedOptions(TestCase):
+    """Every option torch 2.14.1 added is classified for fusion_only."""
+
+    added = fusion_ablation_options.ADDED_IN_2_14_1
+    Verdict = fusion_ablation_options.Verdict
+
+    def test_classification_is_consistent(self):
+        names = [a.option for a in self.added]
+        self.assertEqual(names, sorted(set(names)))
+        held = [a.option for a in self.added if a.verdict is self.Verdict.HELD]
+        self.assertEqual(held, sorted(h.option for h in HELD_SINCE_2_14_1))
+        for a in self.added:
+            with self.subTest(option=a.option):
+                # A held option's reason is its FUSION_ONLY entry's.
+                self.assertEqual(a.reason == "", a.verdict is self.Verdict.HELD)
+                self.assertTrue(a.why())
+        self.assertFalse(set(names) & option_names_2_11_0())
+
+    @unittest.skipUnless(ON_2_14_1, "the classified options are 2.14.1's")
+    def test_classified_options_exist(self):
+        self.assertEqual({a.option for a in self.added} - running_option_names(), set())
+
+    def test_every_new_option_is_classified(self):
+        stock = stock_option_names()
+        self.assertLessEqual(stock, running_option_names())
+        new = stock - option_names_2_11_0()
+        if ON_2_14_1:
+            self.assertEqual(new, {a.option for a in self.added})
+        else:
+            self.assertEqual(stock, option_names_2_11_0())
 
 
 class TestAblationLog(LoggingTestCase):

@@ -9,7 +9,10 @@ parallelizes and vectorizes C++ loops.  Two switches separate the two:
   optimization that is not fusion: Inductor still lowers, fuses (inlining at
   lowering, scheduler fusion, template epilogues) and generates code, and does
   nothing else that makes it faster.  :data:`FUSION_ONLY` lists each option it
-  changes and why; :data:`KEPT` lists what it deliberately leaves on.
+  changes and why; :data:`KEPT` lists what it deliberately leaves on.  An
+  entry with ``releases`` applies to those torch releases only (an option
+  one of them added); ``fusion_ablation_options`` classifies every option
+  a release added since the oldest supported one.
 * ``config.no_fusion`` (``TORCHINDUCTOR_NO_FUSION=1``) puts every computing op
   in a kernel of its own: every lowered op is realized into its own buffer (no
   inlining into consumers) and the scheduler fuses no pair; every other
@@ -34,6 +37,8 @@ from typing import Any, TYPE_CHECKING
 
 import torch
 
+from . import release_compat
+
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -47,6 +52,7 @@ __all__ = [
     "NO_FUSION",
     "HeldOption",
     "KeptOptimization",
+    "for_this_release",
     "held_options",
 ]
 
@@ -59,6 +65,10 @@ class HeldOption:
     value: Any  # the value while the switch is on
     optimization: str  # what the option does, in words
     why: str  # why it counts as a non-fusion optimization (or as fusion)
+    # The torch releases it applies to (release_compat.SUPPORTED_RELEASES);
+    # empty: every supported release.  An option a release lacks is held only
+    # on the releases that have it.
+    releases: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +77,7 @@ class KeptOptimization:
 
     what: str
     why: str
+    releases: tuple[str, ...] = ()  # as HeldOption.releases
 
 
 H = HeldOption
@@ -190,6 +201,13 @@ FUSION_ONLY: tuple[HeldOption, ...] = (
         "changes kernel order",
     ),
     H(
+        "aten_distributed_optimizations.enable_simple_overlap",
+        False,
+        "collectives moved earlier and their waits later in the kernel order, on by default (compute/communication overlap, distributed)",
+        "changes kernel order",
+        releases=("2.14.1",),
+    ),
+    H(
         "allow_buffer_reuse",
         False,
         "a dead buffer's memory reused for a new buffer",
@@ -206,6 +224,24 @@ FUSION_ONLY: tuple[HeldOption, ...] = (
         False,
         "a large reduction split into two kernels for parallelism",
         "splits one op into two kernels for occupancy",
+    ),
+    # Algorithms of single ops.  var/var_mean: 2.14.1 computes more of them
+    # by the two-step algorithm (mean, then squared deviations) instead of
+    # Welford, for throughput; 7 keeps 2.11.0's rule, two-step only for the
+    # reductions small enough to unroll (below unroll_reductions_threshold, 8).
+    H(
+        "cpp.use_two_step_variance_threshold",
+        7,
+        "var/var_mean rows of up to 1024 elements on the CPU computed by the two-step algorithm instead of Welford (held at 7: two-step only below unroll_reductions_threshold, as on 2.11.0)",
+        "changes the algorithm of an op",
+        releases=("2.14.1",),
+    ),
+    H(
+        "triton.use_two_step_variance_threshold",
+        7,
+        "fp16/bf16 var/var_mean rows of 1024 to 32768 elements in Triton computed by the two-step algorithm instead of Welford (held at 7: two-step only below unroll_reductions_threshold, as on 2.11.0)",
+        "changes the algorithm of an op",
+        releases=("2.14.1",),
     ),
     # Autotuning and benchmarking, of every kind.
     H(
@@ -305,6 +341,11 @@ KEPT: tuple[KeptOptimization, ...] = (
         "user passes (post_grad_custom_pre_pass / post_pass, joint_custom_*)",
         "the user's own choice",
     ),
+    KeptOptimization(
+        "the fusion rules torch 2.14.1 added: realize thresholds, loop reindexing, combo-kernel limits, nested reductions, ... (the `fusion` rows of the classification of its new options, fusion_ablation_options.py)",
+        "this is fusion",
+        releases=("2.14.1",),
+    ),
 )
 
 NO_FUSION: tuple[HeldOption, ...] = (
@@ -346,13 +387,18 @@ def _switch(name: str) -> bool:
     return value
 
 
+def for_this_release(held: Sequence[HeldOption]) -> list[HeldOption]:
+    """The entries of ``held`` that apply to the running torch release."""
+    return [h for h in held if release_compat.applies_here(h.releases)]
+
+
 def held_options() -> list[tuple[str, HeldOption]]:
     """The options the switches now in effect hold, as (switch, option)."""
     held: list[tuple[str, HeldOption]] = []
     if _switch("fusion_only"):
-        held += [("fusion_only", h) for h in FUSION_ONLY]
+        held += [("fusion_only", h) for h in for_this_release(FUSION_ONLY)]
     if _switch("no_fusion"):
-        held += [("no_fusion", h) for h in NO_FUSION]
+        held += [("no_fusion", h) for h in for_this_release(NO_FUSION)]
     return held
 
 
