@@ -5,16 +5,16 @@ The fork is a patch set over an installed torch wheel of one of the supported
 releases (``SUPPORTED_RELEASES``; see ``DESIGN.md`` section 2 and README.md).
 The release is worked out from the installed torch: its patches are
 ``patches/<release>/<upstream path>.patch``, its overlay
-``build/overlay-<release>``; the new files under ``torch/`` are shared.  ``build`` assembles an *overlay*: a
-directory that shadows the installed ``torch`` package when it comes first on
-``sys.path``.  In it
+``build/overlay-<release>``; the new files under ``torch/`` are shared.
+``build`` assembles an *overlay*: a directory that shadows the installed
+``torch`` package when it comes first on ``sys.path``.  In it
 
 * every directory that holds nothing of ours is one symlink to the installed
   directory (``lib/``, ``include/``, and most of the Python tree),
 * every unmodified upstream file in a directory we touch is a symlink to the
   installed file,
-* every patched upstream file is a real copy with ``patches/<path>.patch``
-  applied (strictly, no fuzz), and
+* every patched upstream file is a real copy with
+  ``patches/<release>/<path>.patch`` applied (strictly, no fuzz), and
 * every new file of ours (``torch/**`` in this repository) is a symlink into
   the repository, so edits to it are live without rebuilding.
 

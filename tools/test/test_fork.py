@@ -485,6 +485,37 @@ class TestExport(FakeForkTestCase):
         self.assertIn("committed nowhere", out)
 
 
+class TestReleaseLists(unittest.TestCase):
+    """The supported releases are named in four places that cannot import one
+    another (the tool runs before torch is found, make before Python); they
+    must agree."""
+
+    def test_fork_make_compat_and_requirements_agree(self) -> None:
+        import ast
+        import re
+
+        repo = TOOLS.parent
+        expected = set(fork.SUPPORTED_RELEASES)
+        compat = ast.parse((repo / "torch/_inductor/release_compat.py").read_text())
+        values = [
+            ast.literal_eval(node.value)
+            for node in ast.walk(compat)
+            if isinstance(node, ast.AnnAssign)
+            and getattr(node.target, "id", None) == "SUPPORTED_RELEASES"
+        ]
+        self.assertEqual([set(v) for v in values], [expected])
+        make = re.search(
+            r"^SUPPORTED_RELEASES := (.+)$", (repo / "Makefile").read_text(), re.M
+        )
+        self.assertIsNotNone(make)
+        self.assertEqual(make.group(1).split()[0], fork.DEFAULT_RELEASE)
+        self.assertEqual(set(make.group(1).split()), expected)
+        for release in expected:
+            pins = (repo / f"requirements/torch-{release}.txt").read_text()
+            self.assertIn(f"torch=={release}\n", pins)
+            self.assertTrue((repo / "patches" / release / "torch").is_dir())
+
+
 class TestRealTorch(unittest.TestCase):
     """The repository's real patches against the installed torch's release."""
 

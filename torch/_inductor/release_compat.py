@@ -31,7 +31,8 @@ __all__ = [
     "size_hint",
 ]
 
-# Releases with a patch series, oldest first (tools/fork.py keeps the same list).
+# Releases with a patch series, oldest first.  tools/fork.py, the Makefile and
+# requirements/ name them too; tools/test/test_fork.py checks they agree.
 SUPPORTED_RELEASES: tuple[str, ...] = ("2.11.0", "2.14.1")
 
 
