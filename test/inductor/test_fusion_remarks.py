@@ -47,9 +47,7 @@ def sums_named_by_kernel(summary):
     release, the kernel that computes it does not."""
     names = {
         m.group(2): f"sum@{m.group(1)}"
-        for m in re.finditer(
-            r"kernel (op\d+) = \S+ \(\w+, \w+\): (sum_\d+)  \[", summary
-        )
+        for m in re.finditer(r"\[(op\d+)\] (sum_\d+)(?= \| |  \[)", summary)
     }
     return re.sub(r"\bsum_\d+\b", lambda m: names.get(m.group(0), m.group(0)), summary)
 
@@ -140,8 +138,9 @@ class TestFusionRemarks(TestCase):
         self.assertExpectedInline(
             source_lines(rep.summary()),
             """\
-graph 0/0 (cpu): 3 ops -> 1 kernels (1 generated, 0 extern)
-  kernel op0 = cpp_fused_add_cos_sin_0 (cpp, fused): add, sin, cos  [<sin_plus_cos>]""",
+graph 0/0 (cpu): 3 ops -> 1 kernel (1 generated, 0 extern)
+  cpp_fused_add_cos_sin_0 [op0] (cpp): sin, cos and add, inlined into one loop nest at lowering  [<sin_plus_cos>]
+  no boundaries: every dependent pair of ops shares a kernel""",
         )
         fused = {
             (r["ops"][0], r["ops"][1]): r["reason"]
@@ -159,21 +158,17 @@ graph 0/0 (cpu): 3 ops -> 1 kernels (1 generated, 0 extern)
         self.assertExpectedInline(
             sums_named_by_kernel(source_lines(rep.summary())),
             """\
-graph 0/0 (cpu): 8 ops -> 7 kernels (6 generated, 1 extern)
-  kernel op0 = cpp_fused_add_sum_0 (cpp, alone): sum@op0  [<two_axis_reductions_and_mm_relu>]
-  kernel op1 = cpp_fused_add_sum_0 (cpp, alone): sum@op1  [<two_axis_reductions_and_mm_relu>]
-  kernel op2 = cpp_fused_add_sum_0 (cpp, alone): sum@op2  [<two_axis_reductions_and_mm_relu>]
-  kernel op3 = cpp_fused_add_sum_0 (cpp, alone): sum@op3  [<two_axis_reductions_and_mm_relu>]
-  kernel op6 = cpp_fused_add_sum_0 (cpp, alone): add  [<two_axis_reductions_and_mm_relu>]
-  kernel op4:extern_kernels.mm (extern, alone): mm  [<two_axis_reductions_and_mm_relu>]
-  kernel op5 = cpp_fused_mul_relu_1 (cpp, fused): mul, relu  [<two_axis_reductions_and_mm_relu>]
+graph 0/0 (cpu): 8 ops -> 3 kernels (2 generated, 1 extern)
+  cpp_fused_add_sum_0 (cpp, one function of 5 loop nests, not fused with each other): [op0] sum@op0 | [op1] sum@op1 | [op2] sum@op2 | [op3] sum@op3 | [op6] add  [<two_axis_reductions_and_mm_relu>]
+  extern_kernels.mm [op4] (extern call): mm  [<two_axis_reductions_and_mm_relu>]
+  cpp_fused_mul_relu_1 [op5] (cpp): relu and mul, inlined into one loop nest at lowering  [<two_axis_reductions_and_mm_relu>]
   6 boundaries:
-    sum@op0 -> sum@op1: cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu> / <two_axis_reductions_and_mm_relu>]: op0 + op1: CppScheduling.can_fuse_vertical: reduction producer with ranges ((32,), (32,)), consumer ranges ((), (32,))
-    sum@op2 -> sum@op3: cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu> / <two_axis_reductions_and_mm_relu>]: op2 + op3: CppScheduling.can_fuse_vertical: reduction producer with ranges ((32,), (32,)), consumer ranges ((), (32,))
-    sum@op1 -> add: cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu> / <two_axis_reductions_and_mm_relu>]: op1 + op6: CppScheduling.can_fuse_vertical: reduction producer with ranges ((), (32,)), consumer ranges ((), ())
-    sum@op3 -> add: cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu> / <two_axis_reductions_and_mm_relu>]: op3 + op6: CppScheduling.can_fuse_vertical: reduction producer with ranges ((), (32,)), consumer ranges ((), ())
-    mm -> relu: extern_kernel (backend, lowering) [<two_axis_reductions_and_mm_relu> / <two_axis_reductions_and_mm_relu>]: op4:extern_kernels.mm is an extern kernel
-    sum@op0 || sum@op2: no_shared_data (heuristic, scheduler) [<two_axis_reductions_and_mm_relu> / <two_axis_reductions_and_mm_relu>]: op0 + op2: no shared data: both access arg0_1, but at different indices, so no memory access would be saved""",
+    sum@op0 -> sum@op1: cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu>]: op0 + op1: CppScheduling.can_fuse_vertical: reduction producer with ranges ((32,), (32,)), consumer ranges ((), (32,))
+    sum@op2 -> sum@op3: cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu>]: op2 + op3: CppScheduling.can_fuse_vertical: reduction producer with ranges ((32,), (32,)), consumer ranges ((), (32,))
+    sum@op1 -> add: cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu>]: op1 + op6: CppScheduling.can_fuse_vertical: reduction producer with ranges ((), (32,)), consumer ranges ((), ())
+    sum@op3 -> add: cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu>]: op3 + op6: CppScheduling.can_fuse_vertical: reduction producer with ranges ((), (32,)), consumer ranges ((), ())
+    mm -> relu: extern_kernel (backend, lowering) [<two_axis_reductions_and_mm_relu>]: op4:extern_kernels.mm is an extern kernel
+    sum@op0 || sum@op2: no_shared_data (heuristic, scheduler) [<two_axis_reductions_and_mm_relu>]: op0 + op2: no shared data: both access arg0_1, but at different indices, so no memory access would be saved""",
         )
         graph = rep.graphs[0]
         realized = {
@@ -471,8 +466,9 @@ class TestFusionLog(LoggingTestCase):
         self.assertExpectedInline(
             source_lines(summaries[0]),
             """\
-graph 0/0 (cpu): 3 ops -> 1 kernels (1 generated, 0 extern)
-  kernel op0 = cpp_fused_add_cos_sin_0 (cpp, fused): add, sin, cos  [<sin_plus_cos>]""",
+graph 0/0 (cpu): 3 ops -> 1 kernel (1 generated, 0 extern)
+  cpp_fused_add_cos_sin_0 [op0] (cpp): sin, cos and add, inlined into one loop nest at lowering  [<sin_plus_cos>]
+  no boundaries: every dependent pair of ops shares a kernel""",
         )
 
     def fusion_summaries(self, records):
@@ -496,8 +492,9 @@ graph 0/0 (cpu): 3 ops -> 1 kernels (1 generated, 0 extern)
         self.assertExpectedInline(
             replayed,
             """\
-graph 0/0 (cpu, replayed from the FX graph cache (compiled as 0/0)): 3 ops -> 1 kernels (1 generated, 0 extern)
-  kernel op0 = cpp_fused_add_cos_sin_0 (cpp, fused): add, sin, cos  [<sin_plus_cos>]""",
+graph 0/0 (cpu, replayed from the FX graph cache (compiled as 0/0)): 3 ops -> 1 kernel (1 generated, 0 extern)
+  cpp_fused_add_cos_sin_0 [op0] (cpp): sin, cos and add, inlined into one loop nest at lowering  [<sin_plus_cos>]
+  no boundaries: every dependent pair of ops shares a kernel""",
         )
         self.assertEqual(replayed.split("\n")[1:], first.split("\n")[1:])
 
@@ -518,18 +515,6 @@ graph 0/0 (cpu, replayed from the FX graph cache (compiled as 0/0)): 3 ops -> 1 
             "written with fusion remarks off: cache_hit_without_remarks", notices[0]
         )
         self.assertIn("TORCHINDUCTOR_FORCE_DISABLE_CACHES=1", notices[0])
-
-    @make_logging_test(fusion=True)
-    def test_verbose_fusion_log_lists_evaluated_pairs(self, records):
-        with mock.patch.dict(os.environ, {"TORCH_LOGS": "+fusion"}):
-            torch.compile(two_axis_reductions_and_mm_relu)(torch.randn(16, 16))
-        summary = next(
-            r.getMessage()
-            for r in records
-            if r.name.endswith("__fusion") and r.getMessage().startswith("graph ")
-        )
-        self.assertIn("evaluated pairs:", summary)
-        self.assertIn("op0 + op1: rejected, cpp_reduction_producer", summary)
 
 
 class TestEnablement(TestCase):

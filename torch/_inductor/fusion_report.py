@@ -155,9 +155,22 @@ def publish(graph: dict[str, Any], cache: str | None = None) -> None:
 
 
 def render_graph(graph: dict[str, Any], evaluated_pairs: bool = False) -> str:
-    """The readable per-graph summary the ``fusion`` log prints."""
-    return text.render_graph(graph, evaluated_pairs)
+    """The readable per-graph summary the ``fusion`` log prints; with
+    ``evaluated_pairs``, what ``TORCH_LOGS=+fusion`` adds: each pair the
+    scheduler evaluated, once."""
+    summary = text.render_graph(graph)
+    if evaluated_pairs:
+        summary += "\n" + text.render_evaluated_pairs(graph)
+    return summary
 
 
 def category_of(code: str) -> Category:
     return Reason(code).category
+
+
+if __name__ == "__main__":
+    import sys
+
+    from .fusion_remarks.cli import main
+
+    sys.exit(main())

@@ -157,6 +157,56 @@ class _Kernel:
             name for n in snode.get_nodes() for name in n.get_buffer_names()
         } | {dep.name for dep in snode.read_writes.writes}
         self.reads = {dep.name for dep in snode.read_writes.reads}
+        self.how = _how_joined(snode, kind)
+        # ops whose value this kernel only copies into another layout (set by
+        # analyze_graph once every kernel is known)
+        self.copy_for: list[str] = []
+
+
+def _how_joined(snode: BaseSchedulerNode, kind: str) -> list[str]:
+    """How a kernel's computing ops came together, in the order it happened.
+
+    "inlined": several ops in one loop nest (one scheduler node), which
+    lowering made; "scheduler": several scheduler nodes fused into one kernel;
+    "combined": independent kernels combined into one launch (foreach).
+    """
+    if kind in ("extern", "fallback"):
+        return []
+    per_node = [
+        sum(
+            1
+            for o in sub.node.get_origins()
+            if isinstance(o, torch.fx.Node) and computes(o)
+        )
+        for sub in snode.get_nodes()
+        if getattr(sub, "node", None) is not None
+    ]
+    how = []
+    if any(n > 1 for n in per_node):
+        how.append("inlined")
+    if sum(1 for n in per_node if n) > 1:
+        how.append("combined" if kind == "foreach" else "scheduler")
+    return how
+
+
+# The operations of a loop body that only moves data: a body made of these
+# copies its input into another layout.
+_COPY_BODY_OPS = frozenset({"get_index", "load", "store", "output"})
+
+
+def _is_layout_copy(kernel: _Kernel, op: torch.fx.Node) -> bool:
+    """Whether ``kernel`` only copies data for ``op``: each of its loop nests
+    that names ``op`` among its origins loads and stores, computing nothing
+    (the layout copies lowering adds around an extern kernel's inputs)."""
+    subs = _base_of(kernel, op)
+    if not subs:
+        return False
+    for sub in subs:
+        body = getattr(sub, "_body", None)
+        counts = getattr(body, "op_counts", None)
+        if not counts or not set(counts) <= _COPY_BODY_OPS:
+            return False
+    return True
 
 
 def analyze_graph(
@@ -178,6 +228,17 @@ def analyze_graph(
     for kernel in kernels:
         for origin in kernel.origins:
             op_kernels.setdefault(origin, []).append(kernel)
+    extern_ops = {
+        k.origins[0] for k in kernels if k.kind in ("extern", "fallback") and k.origins
+    }
+    for kernel in kernels:
+        kernel.copy_for = [
+            o.name
+            for o in kernel.origins
+            if o in extern_ops
+            and kernel.kind not in ("extern", "fallback")
+            and _is_layout_copy(kernel, o)
+        ]
 
     ops_json = []
     eliminated: set[torch.fx.Node] = set()
@@ -219,6 +280,8 @@ def analyze_graph(
     )
 
     for node, ks in op_kernels.items():
+        # a layout copy of an op's input does not compute the op again
+        ks = [k for k in ks if node.name not in k.copy_for]
         if len(ks) > 1:
             remarks.append(
                 Remark(
@@ -253,10 +316,21 @@ def analyze_graph(
         edges=[(p.name, c.name) for p, c in edges],
         kernels=[
             KernelRecord(
-                k.name, k.kind, [o.name for o in k.origins], k.function, k.generated
+                k.name,
+                k.kind,
+                [o.name for o in k.origins],
+                k.function,
+                k.generated,
+                how=k.how,
+                copy_for=k.copy_for,
             )
             for k in kernels
         ],
+        kernel_sources={
+            k.function: recorder.kernel_sources[k.function]
+            for k in kernels
+            if k.function in recorder.kernel_sources
+        },
         boundaries=boundaries,
         remarks=remarks,
         evaluated_pairs=list(recorder.verdicts),

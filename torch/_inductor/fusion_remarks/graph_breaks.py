@@ -137,4 +137,4 @@ def _log(entry: GraphBreak) -> None:
         return
     before = [c for c in _published if base_compile_id(c) == entry.compile_id]
     after = [entry.next_compile] if entry.next_compile else []
-    rec.fusion_log.debug("%s", describe(entry, before, after))
+    rec.fusion_log.info("%s", describe(entry, before, after))

@@ -248,6 +248,15 @@ def record_pass_remark(remark: Remark) -> None:
 # Scheduler: evaluated pairs and the rules that refused them
 
 
+def fusion_detail_log(logger: logging.Logger) -> logging.Logger:
+    """Give an upstream module's ``fusion`` artifact logger the artifact's
+    levels (``recorder.DetailOnlyWhenVerbose``): its DEBUG messages, the
+    scheduler's dumps, then show only under ``TORCH_LOGS=+fusion`` and the
+    fork's summary stands alone under ``TORCH_LOGS=fusion``."""
+    logger.addFilter(rec.DETAIL_FILTER)
+    return logger
+
+
 def log_graph_header(nodes: Sequence[BaseSchedulerNode]) -> None:
     """Open a graph's fusion log with its compile id and the code's identity."""
     if not fusion_log.isEnabledFor(logging.DEBUG):
@@ -577,12 +586,15 @@ def _close_generating(recorder: rec.GraphRecorder) -> None:
         recorder.generating = None
 
 
-def kernel_defined(kernel_name: str, nodes: Any) -> None:
-    """A backend's ``define_kernel`` named the function holding ``nodes``."""
+def kernel_defined(kernel_name: str, nodes: Any, source: str | None = None) -> None:
+    """A backend's ``define_kernel`` named the function holding ``nodes``
+    (``source``: its generated code, which the pages link kernels to)."""
     recorder = _listening_recorder()
     if recorder is None:
         return
     try:
+        if source is not None:
+            recorder.kernel_sources.setdefault(kernel_name, source)
         for node in nodes or ():
             get_nodes = getattr(node, "get_nodes", None)
             if get_nodes is None:
@@ -652,7 +664,7 @@ def replay_cached_report(compiled: Any) -> None:
     label = str(compile_id) if compile_id is not None else "<no compile id>"
     stored = getattr(compiled, "fusion_report", None)
     if stored is None:
-        fusion_log.debug(
+        fusion_log.info(
             "graph %s: loaded from Inductor's FX graph cache (key %s), whose entry was "
             "written with fusion remarks off: %s. To explain it, compile it again "
             "with TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 or inside "

@@ -136,6 +136,11 @@ class KernelRecord:
     ops: list[str]  # post-grad FX nodes it computes
     function: str | None  # the generated function that holds it
     generated_kernels: int  # what metrics.generated_kernel_count counted for it
+    # how its ops came together: "inlined" (at lowering), "scheduler" (fused by
+    # the scheduler), "combined" (independent kernels in one launch)
+    how: list[str] = dataclasses.field(default_factory=list)
+    # ops whose value it only copies into another layout (for an extern kernel)
+    copy_for: list[str] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -144,6 +149,8 @@ class KernelRecord:
             "ops": list(self.ops),
             "function": self.function,
             "generated_kernels": self.generated_kernels,
+            "how": list(self.how),
+            "copy_for": list(self.copy_for),
         }
 
 
@@ -160,6 +167,8 @@ class GraphReport:
     boundaries: list[Boundary]
     remarks: list[Remark]
     evaluated_pairs: list[PairVerdict]
+    # generated function name -> its source, for the pages' links to the code
+    kernel_sources: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -172,6 +181,7 @@ class GraphReport:
             "boundaries": [b.to_json() for b in self.boundaries],
             "remarks": [r.to_json() for r in self.remarks],
             "evaluated_pairs": [v.to_json() for v in self.evaluated_pairs],
+            "kernel_sources": dict(self.kernel_sources),
         }
 
 

@@ -15,6 +15,7 @@ import functools
 import itertools
 import logging
 import os
+import re
 from typing import Any, TYPE_CHECKING
 
 import torch
@@ -33,6 +34,31 @@ log = logging.getLogger(__name__)
 fusion_log = torch._logging.getArtifactLogger(
     "torch._inductor.fusion_remarks", "fusion"
 )
+
+
+def verbose_log_requested() -> bool:
+    """``TORCH_LOGS=+fusion``: torch._logging ignores '+' on artifacts, so read it here."""
+    return _verbose(os.environ.get("TORCH_LOGS", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _verbose(settings: str) -> bool:
+    return bool(re.search(r"(^|,)\s*\+fusion\s*(,|$)", settings))
+
+
+class DetailOnlyWhenVerbose(logging.Filter):
+    """The ``fusion`` artifact's levels: INFO is the fork's per-graph summary,
+    DEBUG the detail (upstream's scheduler dumps, every evaluated pair), shown
+    only for ``TORCH_LOGS=+fusion``.  torch._logging turns an artifact on at
+    DEBUG whether or not '+' was given, so the level is applied here, on each
+    logger of the artifact (``hooks.fusion_detail_log``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.DEBUG or verbose_log_requested()
+
+
+DETAIL_FILTER = DetailOnlyWhenVerbose()
+fusion_log.addFilter(DETAIL_FILTER)
 
 
 @dataclasses.dataclass
@@ -64,6 +90,7 @@ class GraphRecorder:
         # the generated function that holds each base scheduler node.
         self.kernel_counts: dict[str, int] = {}
         self.kernel_functions: dict[str, str] = {}
+        self.kernel_sources: dict[str, str] = {}
         self._seq = itertools.count()
         # The pairs being evaluated (Scheduler.can_fuse nests: foreach and
         # mix-order nodes evaluate their members); verdicts are of the outermost.

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 from typing import Any
 
 import torch._logging
 
 from . import graph_breaks, recorder as rec
 from .model import Remark
-from .render.text import render_graph
+from .render.text import render_evaluated_pairs, render_graph
 from .taxonomy import Kind, Reason, Stage
 
 
@@ -57,10 +55,12 @@ def publish(graph: dict[str, Any], cache: str | None = None) -> None:
     for active in rec.captures():
         active.graphs.append(graph)
     graph_breaks.note_published(graph)
+    # (the artifact is on when its logger is at DEBUG; its own filter shows
+    # the DEBUG records only for TORCH_LOGS=+fusion)
     if rec.fusion_log.isEnabledFor(logging.DEBUG):
-        rec.fusion_log.debug(
-            "%s", render_graph(graph, evaluated_pairs=verbose_log_requested())
-        )
+        rec.fusion_log.info("%s", render_graph(graph))
+        if rec.verbose_log_requested():
+            rec.fusion_log.debug("%s", render_evaluated_pairs(graph))
     torch._logging.trace_structured(
         "artifact",
         metadata_fn=lambda: {
@@ -70,11 +70,4 @@ def publish(graph: dict[str, Any], cache: str | None = None) -> None:
         payload_fn=lambda: json.dumps(
             {"schema_version": SCHEMA_VERSION, "graph": graph}, default=str
         ),
-    )
-
-
-def verbose_log_requested() -> bool:
-    """``TORCH_LOGS=+fusion``: torch._logging ignores '+' on artifacts, so read it here."""
-    return bool(
-        re.search(r"(^|,)\s*\+fusion\s*(,|$)", os.environ.get("TORCH_LOGS", ""))
     )

@@ -19,15 +19,73 @@ def _short_source(source: str | None) -> str:
     return f"{filename.rsplit('/', 1)[-1]}:{line}"
 
 
-def render_graph(graph: dict[str, Any], evaluated_pairs: bool = False) -> str:
+_HOW_WORDS = {
+    "inlined": "inlined into one loop nest at lowering",
+    "scheduler": "fused by the scheduler",
+    "combined": "combined into one launch",
+}
+_EXTERN_KINDS = ("extern", "fallback")
+
+
+def _and(words: Sequence[str]) -> str:
+    """``["a", "b", "c"]`` -> ``"a, b and c"``."""
+    words = list(words)
+    if len(words) < 2:
+        return "".join(words)
+    return ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _loop_nest(
+    kernel: dict[str, Any], ops: dict[str, Any], order: dict[str, int]
+) -> str:
+    """What one kernel record (a loop nest, template or call) computes, in words."""
+    copies = [n for n in kernel.get("copy_for", ()) if n in ops]
+    names = sorted(
+        (
+            n
+            for n in kernel["ops"]
+            if ops.get(n, {}).get("computes") and n not in copies
+        ),
+        key=lambda n: order.get(n, 0),
+    )
+    parts = []
+    if names:
+        how = [_HOW_WORDS[h] for h in kernel.get("how", ()) if h in _HOW_WORDS]
+        if len(names) == 1:
+            parts.append(names[0])
+        else:
+            parts.append(_and(names) + (", " + " and ".join(how) if how else ""))
+    if copies:
+        parts.append(f"layout copy for {_and(copies)}")
+    return "; ".join(parts) or "-"
+
+
+def _kernel_groups(kernels: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Kernel records grouped by the generated function that holds them (the
+    C++ backend writes several loop nests into one function), in order."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for kernel in kernels:
+        function = kernel.get("function")
+        key = (
+            f"function {function}"
+            if function and kernel["kind"] not in _EXTERN_KINDS
+            else f"record {kernel['name']}"
+        )
+        groups.setdefault(key, []).append(kernel)
+    return list(groups.values())
+
+
+def render_graph(graph: dict[str, Any]) -> str:
     """The readable per-graph summary (the ``fusion`` log prints this).
 
-    With ``evaluated_pairs``, every pair the scheduler evaluated follows.
+    One line per kernel: per generated function, the loop nests it holds, and
+    for each what it computes and how its ops came together.
     """
     ops = {op["name"]: op for op in graph["ops"]}
+    order = {op["name"]: i for i, op in enumerate(graph["ops"])}
     computing = [op for op in graph["ops"] if op["computes"]]
-    kernels = graph["kernels"]
-    generated = [k for k in kernels if k["kind"] not in ("extern", "fallback")]
+    groups = _kernel_groups(graph["kernels"])
+    calls = sum(1 for g in groups if g[0]["kind"] in _EXTERN_KINDS)
     replayed = (
         f", replayed from the FX graph cache (compiled as {graph.get('compiled_as')})"
         if graph.get("cache") == "replayed"
@@ -35,23 +93,34 @@ def render_graph(graph: dict[str, Any], evaluated_pairs: bool = False) -> str:
     )
     lines = [
         f"graph {graph['compile_id']} ({graph['device']}{replayed}): "
-        f"{len(computing)} ops -> "
-        f"{len(kernels)} kernels ({len(generated)} generated, "
-        f"{len(kernels) - len(generated)} extern)"
+        f"{len(computing)} ops -> {len(groups)} kernel{'' if len(groups) == 1 else 's'} "
+        f"({len(groups) - calls} generated, {calls} extern)"
     ]
-    for kernel in kernels:
-        names = [n for n in kernel["ops"] if ops.get(n, {}).get("computes")]
+    for group in groups:
+        first = group[0]
+        names = [n for k in group for n in k["ops"] if ops.get(n, {}).get("computes")]
         sources = sorted(
             {_short_source(ops[n]["source"]) for n in names if ops[n].get("source")}
         )
         where = f"  [{', '.join(sources)}]" if sources else ""
-        state = "fused" if len(names) > 1 else "alone"
-        function = kernel.get("function")
-        named = f" = {function}" if function and function != kernel["name"] else ""
-        lines.append(
-            f"  kernel {kernel['name']}{named} ({kernel['kind']}, {state}): "
-            f"{', '.join(names) or '-'}{where}"
-        )
+        if first["kind"] in _EXTERN_KINDS:
+            node, _, call = first["name"].partition(":")
+            label = f"{call or node} [{node}] ({first['kind']} call)"
+            body = _loop_nest(first, ops, order)
+        elif len(group) == 1:
+            function = first.get("function") or "<no generated function>"
+            label = f"{function} [{first['name']}] ({first['kind']})"
+            body = _loop_nest(first, ops, order)
+        else:
+            nests = "loop nests" if first["kind"] == "cpp" else "kernels"
+            label = (
+                f"{first['function']} ({first['kind']}, one function of "
+                f"{len(group)} {nests}, not fused with each other)"
+            )
+            body = " | ".join(
+                f"[{k['name']}] {_loop_nest(k, ops, order)}" for k in group
+            )
+        lines.append(f"  {label}: {body}{where}")
     passes = [r for r in graph["remarks"] if r["stage"] == "fx_pass"]
     if passes:
         lines.append(
@@ -76,13 +145,15 @@ def render_graph(graph: dict[str, Any], evaluated_pairs: bool = False) -> str:
     boundaries = graph["boundaries"]
     if boundaries:
         lines.append(f"  {len(boundaries)} boundaries:")
+    elif len(computing) > 1:
+        lines.append("  no boundaries: every dependent pair of ops shares a kernel")
     for b in boundaries:
         arrow = "->" if b["relation"] == "dependency" else "||"
         sources = [
             _short_source(ops.get(n, {}).get("source"))
             for n in (b["producer"], b["consumer"])
         ]
-        where = " / ".join(s for s in sources if s)
+        where = " / ".join(dict.fromkeys(s for s in sources if s))
         lines.append(
             f"    {b['producer']} {arrow} {b['consumer']}: {b['reason']} "
             f"({b['category']}, {b['stage']})"
@@ -92,13 +163,25 @@ def render_graph(graph: dict[str, Any], evaluated_pairs: bool = False) -> str:
     for op in computing:
         if op.get("eliminated"):
             lines.append(f"  {op['name']}: no kernel ({op['eliminated']})")
-    if evaluated_pairs:
-        pairs = graph.get("evaluated_pairs", [])
-        lines.append(f"  {len(pairs)} evaluated pairs:")
-        for pair in pairs:
-            verdict = "fused" if pair["fused"] else f"rejected, {pair['reason']}"
-            detail = f": {pair['detail']}" if pair["detail"] else ""
-            lines.append(f"    {pair['first']} + {pair['second']}: {verdict}{detail}")
+    if not computing:
+        lines.append("  no computing op: the graph only moves or views its inputs")
+    return "\n".join(lines)
+
+
+def render_evaluated_pairs(graph: dict[str, Any]) -> str:
+    """Every pair the scheduler evaluated, once, with its last verdict
+    (``TORCH_LOGS=+fusion``).  The scheduler tries a pair again in later
+    rounds and after loop reordering; the count says how often."""
+    pairs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for pair in graph.get("evaluated_pairs", []):
+        pairs.setdefault((str(pair["first"]), str(pair["second"])), []).append(pair)
+    lines = [f"graph {graph['compile_id']}: {len(pairs)} evaluated pairs"]
+    for (first, second), tries in pairs.items():
+        last = tries[-1]
+        verdict = "fused" if last["fused"] else f"rejected, {last['reason']}"
+        detail = f": {last['detail']}" if last["detail"] else ""
+        times = f" (evaluated {len(tries)} times)" if len(tries) > 1 else ""
+        lines.append(f"  {first} + {second}: {verdict}{times}{detail}")
     return "\n".join(lines)
 
 
@@ -164,6 +247,12 @@ def render_with_graphs(
         else:
             position = len(ids)
         inserted.setdefault(position, []).append(describe(entry, before, after))
+    if not graphs:
+        inserted.setdefault(0, []).append(
+            "no compiled graph: nothing was compiled by Inductor while capturing "
+            "(a function compiled before the capture is not compiled again; "
+            "call torch._dynamo.reset() first)"
+        )
     blocks: list[str] = []
     for i in range(len(graphs) + 1):
         blocks.extend(inserted.get(i, ()))
