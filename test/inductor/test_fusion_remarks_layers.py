@@ -38,15 +38,18 @@ LAYERS = {
     "render.source": 4,
     "render.graphviz": 4,
     "render.text": 4,
+    "render.diff": 4,  # comparing two captures' JSON
     "render.html": 5,
     "render": 6,
     "graph_breaks": 6,
     "sinks": 7,
     "hooks": 8,
+    "store": 8,  # loading saved captures (JSON, TORCH_TRACE)
     "": 9,  # the package __init__ (imports nothing)
     "check.policy": 10,  # forcing one refused pair; the hooks consult it
     "check.harness": 11,  # compiling, comparing, timing; imports the policy
     "check": 12,  # re-exports both; nothing in the package imports it
+    "cli": 13,  # python -m torch._inductor.fusion_report (render, diff)
 }
 
 MAX_LINES = 800

@@ -19,6 +19,12 @@ whose decisions the report explains; each graph records that in ``cache``.
 The same per-graph summary goes to the ``fusion`` log artifact
 (``TORCH_LOGS=fusion``), and the JSON to a ``TORCH_TRACE`` artifact named
 ``inductor_fusion_remarks``.
+
+Saved reports are read back with :func:`load` (a capture's JSON file or a
+``TORCH_TRACE`` directory) and compared with :func:`diff`; from the command
+line, ``python -m torch._inductor.fusion_report render IN -o OUT.html`` and
+``python -m torch._inductor.fusion_report diff A B [-o OUT.html]``
+(:mod:`torch._inductor.fusion_remarks.cli`).
 """
 
 from __future__ import annotations
@@ -32,8 +38,10 @@ import torch
 
 from .fusion_remarks import recorder as rec, sinks
 from .fusion_remarks.model import GraphBreak
+from .fusion_remarks.render.diff import diff
 from .fusion_remarks.render import text
 from .fusion_remarks.sinks import SCHEMA_VERSION
+from .fusion_remarks.store import load
 from .fusion_remarks.taxonomy import Category, Reason, reasons_table
 
 
@@ -42,6 +50,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "FusionCapture",
     "capture",
+    "diff",
+    "load",
     "reasons_table",
     "validate",
 ]

@@ -15,13 +15,18 @@ is layered; each module has one job and imports only the ones above it here:
 ``analysis``
     recorded data to a graph report (every boundary with one reason), no side effects
 ``render``
-    text, HTML, Graphviz and annotated source, from the report's JSON only
+    text, HTML, Graphviz, annotated source and the diff of two captures, from
+    the report's JSON only
 ``sinks`` / ``graph_breaks``
     where reports go (captures, the ``fusion`` log, ``TORCH_TRACE``); Dynamo's breaks
 ``hooks``
     the only code upstream's patched files call, at the rules that decide
+``store``
+    saved captures read back: a capture's JSON file or a ``TORCH_TRACE`` directory
 ``check``
     ``fusion_check``: force one refused fusion and measure it (policy, harness)
+``cli``
+    ``python -m torch._inductor.fusion_report``: ``render`` and ``diff``
 
 ``torch._inductor.fusion_report`` is the public face (``capture``, ``to_json``,
 ``summary``, ``save_html``, ``validate``).  This ``__init__`` imports nothing,

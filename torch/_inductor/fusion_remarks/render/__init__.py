@@ -9,5 +9,7 @@ compiler, so pages can be rendered later from saved files.
 * :mod:`.graphviz`: the pictures of the graphs, laid out by Graphviz ``dot``;
 * :mod:`.source`: the annotated user source, in the manner of opt-viewer;
 * :mod:`.common`: small helpers the three share;
-* :mod:`.text`: the per-graph text summary the ``fusion`` log prints.
+* :mod:`.text`: the per-graph text summary the ``fusion`` log prints;
+* :mod:`.diff`: what fused or split between two captures, as text and a page
+  (``python -m torch._inductor.fusion_report diff``).
 """

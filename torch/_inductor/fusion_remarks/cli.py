@@ -1,0 +1,131 @@
+"""``python -m torch._inductor.fusion_report``: render and compare saved fusion reports.
+
+Two commands, in the manner of LLVM's opt-viewer and opt-diff:
+
+``render IN -o OUT.html``
+    the page ``FusionCapture.save_html`` writes (:mod:`.render.html`), from a
+    saved capture (JSON) or a ``TORCH_TRACE`` directory (:mod:`.store`);
+``diff A B [-o OUT.html]``
+    which kernel boundaries appeared, disappeared or changed reason between
+    two captures, and each graph's kernel count (:mod:`.render.diff`), printed
+    as text and, with ``-o``, written as a page.
+
+A problem with the input or the output (a missing file, a file that is not a
+capture, a trace without fusion artifacts, an unwritable path) is one line on
+stderr and exit status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from . import store
+from .render import diff as render_diff, html as render_html
+
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+
+__all__ = ["main"]
+
+PROG = "python -m torch._inductor.fusion_report"
+EXIT_ERROR = 2
+
+
+class _Fail(Exception):
+    """A problem to report on one line (exit status 2)."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=(
+            "Render and compare TorchInductor fusion reports saved as JSON "
+            "(FusionCapture.to_json()) or in a TORCH_TRACE directory."
+        ),
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    render = commands.add_parser(
+        "render",
+        help="write the HTML page of a capture",
+        description=(
+            "Write the page FusionCapture.save_html writes, from a capture's "
+            "JSON file or a TORCH_TRACE directory (every graph's "
+            "inductor_fusion_remarks artifact in every log file)."
+        ),
+    )
+    render.add_argument("input", metavar="IN", help="capture JSON or TORCH_TRACE dir")
+    render.add_argument(
+        "-o", "--output", metavar="OUT.html", required=True, help="the page to write"
+    )
+    compare = commands.add_parser(
+        "diff",
+        help="what fused or split between two captures",
+        description=(
+            "Which kernel boundaries appeared, disappeared or changed reason "
+            "from capture A to capture B, and each graph's kernel count; "
+            "graphs matched by compile id, boundaries by their ops' targets "
+            "and source lines.  Printed as text; -o also writes a page."
+        ),
+    )
+    compare.add_argument("a", metavar="A", help="capture JSON or TORCH_TRACE dir")
+    compare.add_argument("b", metavar="B", help="capture JSON or TORCH_TRACE dir")
+    compare.add_argument(
+        "-o", "--output", metavar="OUT.html", help="also write the diff as a page"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "render":
+            return _render(args.input, args.output)
+        return _diff(args.a, args.b, args.output)
+    except (_Fail, store.CaptureError) as e:
+        print(f"{PROG.split()[-1]}: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _render(source: str, output: str) -> int:
+    _check_writable(output)
+    data = store.load(source)
+    _write(output, lambda: render_html.save_html(data, output))
+    graphs = data.get("graphs") or []
+    print(f"wrote {output}: {len(graphs)} graph{'s' if len(graphs) != 1 else ''}")
+    return 0
+
+
+def _diff(a: str, b: str, output: str | None) -> int:
+    if output is not None:
+        _check_writable(output)
+    result = render_diff.diff(store.load(a), store.load(b), a, b)
+    sys.stdout.write(render_diff.render_text(result))
+    if output is not None:
+        _write(output, lambda: render_diff.save_html(result, output))
+        print(f"wrote {output}")
+    return 0
+
+
+def _check_writable(path: str) -> None:
+    """Fail before the work when ``path`` cannot be written."""
+    if os.path.isdir(path):
+        raise _Fail(f"cannot write {path}: is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise _Fail(f"cannot write {path}: no directory {parent}")
+    target = path if os.path.exists(path) else parent
+    if not os.access(target, os.W_OK):
+        raise _Fail(f"cannot write {path}: permission denied")
+
+
+def _write(path: str, write: Callable[[], None]) -> None:
+    try:
+        write()
+    except OSError as e:
+        raise _Fail(f"cannot write {path}: {e.strerror or e}") from e
