@@ -203,34 +203,10 @@ def colour_pixels(png: str, colours: set[str], tolerance: int = 3) -> tuple[int,
     return hits, sum(n for n, _ in counts)
 
 
-class TestFusionReportHtml(TestCase):
-    data: dict[str, Any]  # the capture's JSON
-    page: str  # the path of its page
-    html: str  # the page
+class PageTestCase(TestCase):
+    """Opening pages in headless Chromium; ``cls.tmp`` holds the files."""
+
     tmp: tempfile.TemporaryDirectory
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()
-        cls.tmp = tempfile.TemporaryDirectory(prefix="fusion_page_")
-        torch._dynamo.reset()
-        torch.manual_seed(0)
-        with fusion_report.capture() as rep:
-            torch.compile(sin_plus_cos)(torch.randn(8, 8))
-            torch.compile(softmax)(torch.randn(8, 32))
-            torch.compile(with_print)(torch.randn(8))
-            torch.compile(mlp_train_step)(torch.randn(8, 16), torch.randn(8, 4))
-        torch._dynamo.reset()
-        cls.data = json.loads(json.dumps(rep.to_json(), default=str))
-        cls.page = os.path.join(cls.tmp.name, "capture.html")
-        rep.save_html(cls.page)
-        with open(cls.page, encoding="utf-8") as f:
-            cls.html = f.read()
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.tmp.cleanup()
-        super().tearDownClass()
 
     # ------------------------------------------------------------ helpers
 
@@ -260,16 +236,50 @@ class TestFusionReportHtml(TestCase):
                 check=True,
             )
 
-    def dump_dom(self, path: str, fragment: str = "") -> str:
+    def dump_dom(self, path: str, fragment: str = "", size: str = "1400,1000") -> str:
         url = "file://" + os.path.abspath(path) + fragment
-        return self.chromium("--dump-dom", url).stdout.decode("utf-8")
+        return self.chromium(f"--window-size={size}", "--dump-dom", url).stdout.decode(
+            "utf-8"
+        )
 
-    def screenshot(self, path: str, size: str) -> str:
+    def screenshot(self, path: str, size: str, fragment: str = "") -> str:
         self.require(Image, "Pillow")
         png = path + ".png"
-        self.chromium(f"--screenshot={png}", f"--window-size={size}", "file://" + path)
+        self.chromium(
+            f"--screenshot={png}", f"--window-size={size}", "file://" + path + fragment
+        )
         self.assertTrue(os.path.getsize(png) > 0)
         return png
+
+
+class TestFusionReportHtml(PageTestCase):
+    data: dict[str, Any]  # the capture's JSON
+    page: str  # the path of its page
+    html: str  # the page
+    tmp: tempfile.TemporaryDirectory
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="fusion_page_")
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        with fusion_report.capture() as rep:
+            torch.compile(sin_plus_cos)(torch.randn(8, 8))
+            torch.compile(softmax)(torch.randn(8, 32))
+            torch.compile(with_print)(torch.randn(8))
+            torch.compile(mlp_train_step)(torch.randn(8, 16), torch.randn(8, 4))
+        torch._dynamo.reset()
+        cls.data = json.loads(json.dumps(rep.to_json(), default=str))
+        cls.page = os.path.join(cls.tmp.name, "capture.html")
+        rep.save_html(cls.page)
+        with open(cls.page, encoding="utf-8") as f:
+            cls.html = f.read()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.tmp.cleanup()
+        super().tearDownClass()
 
     def graph(self, compile_id: str) -> dict[str, Any]:
         return next(g for g in self.data["graphs"] if g["compile_id"] == compile_id)
@@ -395,7 +405,8 @@ class TestFusionReportHtml(TestCase):
 
     def test_screenshot_shows_the_graph(self):
         self.require(DOT, "Graphviz dot")
-        png = self.screenshot(self.page, "1400,5000")
+        # The pictures are folded under the tables; #pictures=open opens them.
+        png = self.screenshot(self.page, "1400,5000", "#pictures=open")
         # The clusters of the kernels are drawn in their tinted colours, and
         # the boundaries of the training step in red.
         tints = {
@@ -442,7 +453,9 @@ class TestFusionReportHtml(TestCase):
         )
         self.assertRegex(dump, r'<details class="boundary-list" open="">')
         # The picture is drawn: kernel nodes in their fill colours.
-        png = self.screenshot(path, "1400,3000")
+        # Opened, with a search that hides every table row, so that the
+        # picture is on the first screen.
+        png = self.screenshot(path, "1400,3000", "#pictures=open&q=no-such-op")
         fills, total = colour_pixels(
             png, set(render_graphviz.kernel_colours(big).values())
         )
@@ -493,6 +506,286 @@ class TestFusionReportHtml(TestCase):
             self.assertNotIn("<svg", page)
             self.assertIn(expected, page)
             self.assertEqual(page.count('class="boundary '), len(graph["boundaries"]))
+
+
+def shown(dom: Elements, cls: str) -> list[dict[str, str]]:
+    """The elements of class ``cls`` that the page's filter left visible."""
+    return [a for a in dom.with_class(cls) if "hidden" not in a]
+
+
+def html_attrs(dump: str) -> dict[str, str]:
+    """The attributes of the dumped document's <html> element."""
+    return next(a for t, a in Elements(dump).elements if t == "html")
+
+
+class TestFusionReportModelPage(PageTestCase):
+    """The page of a real model (torchvision resnet18, CPU), as a user meets it.
+
+    Compiled once for the class: inference, batch 1, 3x64x64.  On the CPU
+    several kernel records (loop nests) share one generated C++ function, so
+    the kernel table has fewer rows than the capture has kernels.  A second
+    page renders the same JSON with the optional fields another layer adds
+    (``kernel_sources``, and kernels' ``how`` and ``copy_for``) filled in by
+    hand.
+    """
+
+    data: dict[str, Any]
+    page: str
+    full_page: str  # with kernel_sources, how and copy_for
+    full: dict[str, Any]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        import torchvision
+
+        cls.tmp = tempfile.TemporaryDirectory(prefix="fusion_model_page_")
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        model = torchvision.models.resnet18().eval()
+        with torch.no_grad(), fusion_report.capture() as rep:
+            torch.compile(model)(torch.randn(1, 3, 64, 64))
+        torch._dynamo.reset()
+        cls.data = json.loads(json.dumps(rep.to_json(), default=str))
+        cls.page = os.path.join(cls.tmp.name, "resnet18.html")
+        render_html.save_html(cls.data, cls.page)
+        cls.full = copy.deepcopy(cls.data)
+        (graph,) = cls.full["graphs"]
+        ops = {op["name"]: op for op in graph["ops"]}
+        functions = {k["function"] for k in graph["kernels"] if k.get("function")}
+        graph["kernel_sources"] = {
+            f: f'// generated code of {f}\nextern "C" void {f}() {{}}\n'
+            for f in sorted(functions)
+        }
+        for k in graph["kernels"]:
+            computing = [n for n in k["ops"] if ops[n]["computes"]]
+            if (
+                k["kind"] == "cpp"
+                and len(computing) == 1
+                and ops[computing[0]]["target"].startswith("aten.convolution")
+            ):
+                k["copy_for"] = computing  # a layout copy before a convolution
+            elif k["kind"] == "cpp":
+                k["how"] = ["inlined", "scheduler"]
+        cls.full_page = os.path.join(cls.tmp.name, "resnet18-full.html")
+        render_html.save_html(cls.full, cls.full_page)
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.tmp.cleanup()
+        super().tearDownClass()
+
+    def groups(self) -> list[dict[str, Any]]:
+        (graph,) = self.data["graphs"]
+        return render_common.kernel_groups(graph)
+
+    def test_default_view_is_the_kernel_overview(self):
+        (graph,) = self.data["graphs"]
+        self.assertGreater(sum(op["computes"] for op in graph["ops"]), 150)
+        dump = self.dump_dom(self.page)
+        dom = Elements(dump)
+        rows = dom.with_class("kernel-row")
+        functions = {k["function"] for k in graph["kernels"] if k.get("function")}
+        no_function = [k for k in graph["kernels"] if not k.get("function")]
+        # One row per generated function (several loop nests each), one per
+        # extern kernel: fewer rows than kernel records.
+        self.assertEqual(len(rows), len(functions) + len(no_function))
+        self.assertLess(len(rows), len(graph["kernels"]))
+        self.assertEqual(
+            sorted(k for r in rows for k in r["data-kernels"].split()),
+            sorted(k["name"] for k in graph["kernels"]),
+        )
+        self.assertEqual(shown(dom, "kernel-row"), rows)  # no filter: all shown
+        # The table comes first; the picture is there, folded (no "open").
+        self.assertLess(
+            dump.index('<tr class="kernel-row'),
+            dump.index('<details class="picture-box'),
+        )
+        (box,) = dom.with_class("picture-box")
+        self.assertNotIn("open", box)
+        # Every computing op can be found from its row (drill-down and search).
+        searchable = " ".join(r["data-search"] for r in rows).split()
+        for op in graph["ops"]:
+            if op["computes"] and op["kernels"]:
+                self.assertIn(op["name"].lower(), searchable)
+        # Each row links to its generated code when the capture holds it
+        # (``kernel_sources``, written by newer captures), else says why not.
+        sources = render_common.kernel_sources(graph, self.data) or {}
+        linked = [
+            r
+            for r, g in zip(rows, self.groups())
+            if g["function"] and g["function"] in sources
+        ]
+        self.assertEqual(len(dom.with_class("code-link")), len(linked))
+        self.assertEqual(len(dom.with_class("no-code")), len(rows) - len(linked))
+        if len(linked) < len(rows):
+            self.assertIn("not in the capture", text_of(dump))
+
+    def test_filter_by_reason_and_kind_from_the_url(self):
+        (graph,) = self.data["graphs"]
+        bounds = graph["boundaries"]
+        extern = [b for b in bounds if b["reason"] == "extern_kernel"]
+        self.assertTrue(0 < len(extern) < len(bounds))
+        dump = self.dump_dom(self.page, "#filter=reason:extern_kernel")
+        dom = Elements(dump)
+        rows = dom.with_class("kernel-row")
+        visible = shown(dom, "kernel-row")
+        expected = [r for r in rows if "extern_kernel" in r["data-reasons"].split()]
+        self.assertEqual(visible, expected)
+        self.assertTrue(0 < len(visible) < len(rows))
+        self.assertEqual(
+            collections.Counter(b["data-reason"] for b in shown(dom, "boundary")),
+            {"extern_kernel": len(extern)},
+        )
+        (body,) = [a for t, a in dom.elements if t == "body"]
+        self.assertEqual(body["data-kernels-shown"], str(len(visible)))
+        self.assertEqual(body["data-boundaries-shown"], str(len(extern)))
+        # The filter bar shows the filter it applied.
+        (status,) = re.findall(r'id="filter-status"[^>]*>(.*?)<', dump)
+        self.assertIn(f"showing {len(visible)} of {len(rows)} kernels", status)
+        # By kind, with the query-style key; categories combine with it.
+        dom = Elements(self.dump_dom(self.page, "#kind=extern&category=backend"))
+        visible = shown(dom, "kernel-row")
+        self.assertEqual(
+            {k for r in visible for k in r["data-kernels"].split()},
+            {
+                k["name"]
+                for k in graph["kernels"]
+                if k["kind"] == "extern"
+                and any(
+                    b["category"] == "backend" and k["name"] in b["kernels"]
+                    for b in bounds
+                )
+            },
+        )
+        self.assertTrue(all(r["data-kinds"] == "extern" for r in visible))
+
+    def test_search_by_op_name_and_source_line(self):
+        (graph,) = self.data["graphs"]
+        ops = {op["name"]: op for op in graph["ops"]}
+        rows = {
+            r["id"]: r
+            for r in Elements(self.dump_dom(self.page)).with_class("kernel-row")
+        }
+
+        def expected(pred) -> set[str]:
+            out = set()
+            for gi, group in enumerate(self.groups()):
+                names = [n for k in group["records"] for n in k["ops"]]
+                if any(ops[n]["computes"] and pred(ops[n]) for n in names):
+                    out.add(render_common.kernel_row_id("graph-0-0", gi))
+            return out
+
+        # An op name: the rows that hold it (convolution_3 has no longer
+        # namesake in resnet18: there are 20 convolutions).
+        dom = Elements(self.dump_dom(self.page, "#q=convolution_3"))
+        hits = {r["id"] for r in shown(dom, "kernel-row")}
+        self.assertEqual(hits, expected(lambda op: "convolution_3" in op["name"]))
+        self.assertTrue(0 < len(hits) < len(rows))
+        self.assertTrue(
+            all(
+                "convolution_3" in (b["data-producer"], b["data-consumer"])
+                for b in shown(dom, "boundary")
+            )
+        )
+        # A source line, as file.py:line: the rows of ops traced from it.
+        source = ops["relu"]["source"]
+        short = render_common.short_source(source)
+        dom = Elements(self.dump_dom(self.page, f"#q={short}"))
+        hits = {r["id"] for r in shown(dom, "kernel-row")}
+        self.assertEqual(hits, expected(lambda op: op.get("source") == source))
+        self.assertTrue(0 < len(hits) < len(rows))
+        # A line number that is a prefix of another matches only itself.
+        path, line = render_common.split_source(source)
+        dom = Elements(self.dump_dom(self.page, f"#q={short[:-1]}"))
+        self.assertEqual(
+            {r["id"] for r in shown(dom, "kernel-row")},
+            expected(
+                lambda op: (op.get("source") or "").endswith(
+                    f"{os.path.basename(path)}:{str(line)[:-1]}"
+                )
+            ),
+        )
+
+    def test_kernels_link_to_their_generated_code(self):
+        (graph,) = self.full["graphs"]
+        sources = graph["kernel_sources"]
+        first = sorted(sources)[0]
+        dom = Elements(self.dump_dom(self.full_page))
+        links = [
+            a["href"] for t, a in dom.elements if "code-link" in a.get("class", "")
+        ]
+        blocks = {a["id"]: a for a in dom.with_class("kernel-code")}
+        self.assertEqual(len(links), len(sources))  # one row per function
+        for href in links:
+            self.assertTrue(href.startswith("#"))
+            self.assertIn(href[1:], blocks)  # the anchor resolves
+        self.assertEqual({a["data-function"] for a in blocks.values()}, set(sources))
+        # Folded by default; following a link opens the block.
+        self.assertTrue(all("open" not in a for a in blocks.values()))
+        anchor = next(i for i, a in blocks.items() if a["data-function"] == first)
+        dump = self.dump_dom(self.full_page, f"#{anchor}")
+        opened = {a["id"]: a for a in Elements(dump).with_class("kernel-code")}
+        self.assertIn("open", opened[anchor])
+        self.assertIn(f"// generated code of {first}", html.unescape(dump))
+        # Extern kernels have no generated code, and say so.
+        extern_rows = [
+            r
+            for r in Elements(dump).with_class("kernel-row")
+            if r["data-kinds"] == "extern"
+        ]
+        self.assertEqual(
+            len(re.findall(r"not in the capture \(a library call\)", dump)),
+            len(extern_rows),
+        )
+        # how and copy_for: a layout copy is not shown as computing the op.
+        copies = [k["name"] for k in graph["kernels"] if k.get("copy_for")]
+        self.assertTrue(copies)
+        rows = re.findall(r'<tr class="kernel-row".*?</tr>', dump, re.DOTALL)
+        for row in rows:
+            kernels = re.search(r'data-kernels="([^"]*)"', row).group(1).split()
+            text = text_of(row)
+            if set(kernels) <= set(copies):
+                # Not counted as computing the convolution.
+                self.assertIn("layout copy for convolution", text)
+                self.assertNotRegex(text, r"\b1 op\b")
+            if any(k["name"] in kernels and k.get("how") for k in graph["kernels"]):
+                self.assertIn("fused by the scheduler", text)
+        self.assertTrue(
+            any(
+                set(re.search(r'data-kernels="([^"]*)"', r).group(1).split())
+                <= set(copies)
+                for r in rows
+            )
+        )
+
+    def test_nothing_is_wider_than_the_window(self):
+        for path, fragment in (
+            (self.page, ""),
+            (self.full_page, "#expand=all"),  # every block and picture open
+        ):
+            attrs = html_attrs(self.dump_dom(path, fragment, size="1400,1000"))
+            self.assertEqual(attrs["data-client-width"], "1400")
+            self.assertLessEqual(int(attrs["data-scroll-width"]), 1400, fragment)
+        # The measurement sees an element that is too wide.
+        with open(self.page, encoding="utf-8") as f:
+            page = f.read()
+        wide = os.path.join(self.tmp.name, "wide.html")
+        with open(wide, "w", encoding="utf-8") as f:
+            f.write(
+                page.replace("<body>", '<body><div style="width:2000px">x</div>', 1)
+            )
+        attrs = html_attrs(self.dump_dom(wide))
+        self.assertGreater(int(attrs["data-scroll-width"]), 1900)
+
+    def test_empty_capture_says_so_once(self):
+        page = render_html.render_html({"graphs": [], "graph_breaks": []})
+        text = text_of(re.sub(r"<(style|script)>.*?</\1>", "", page, flags=re.DOTALL))
+        self.assertEqual(text.count("The capture is empty"), 1)
+        for odd in ("every dependent pair", "No op has a source line", "kernel table"):
+            self.assertNotIn(odd, text)
+        self.assertNotIn('id="controls"', page)
+        self.assertNotIn('href="#reasons"', page)  # no links to absent sections
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ with a Dynamo graph break.
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -256,6 +258,152 @@ class TestStudyTables(TestCase):
                 )
             with self.assertRaisesRegex(SystemExit, "shapes"):
                 study.merge([tmp / "a", tmp / "b"], tmp / "out")
+
+
+CHROMIUM = next(
+    filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))),
+    None,
+)
+
+
+def study_row(case: str, speedup: float, **extra) -> dict:
+    """A synthetic ok row of the study, as run_case and summarize write it."""
+    row = {
+        "case": case,
+        "model": case.split("-")[0],
+        "family": "cnn",
+        "status": "ok",
+        "graphs": 1,
+        "graph_breaks": 0,
+        "ops": 208,
+        "unfused_ops": 10,
+        "kernels": 57,
+        "kernels_generated": 36,
+        "kernels_extern": 21,
+        "boundaries": 34,
+        "heuristic_boundaries": 1,
+        "fusible": {"true": 0, "false": 4, "unknown": 30},
+        "boundary_bytes": 2723840,
+        "by_reason": {
+            "extern_kernel": {"category": "backend", "count": 29, "bytes": 2347008},
+            "intermediate_node_between": {
+                "category": "legality",
+                "count": 4,
+                "bytes": 360448,
+            },
+            "no_shared_data": {"category": "heuristic", "count": 1, "bytes": 16384},
+        },
+        "by_category": {"backend": 29, "heuristic": 1, "legality": 4},
+        "violations": 0,
+        "eager_ms": 29.3,
+        "compiled_ms": 29.3 / speedup,
+        "speedup": speedup,
+        "launches_eager": None,
+        "launches_compiled": None,
+    }
+    row.update(extra)
+    return row
+
+
+SETTINGS = {
+    "device_name": "cpu",
+    "torch": "2.x",
+    "fork": "fusion-fork test",
+    "shapes": "ci",
+    "timing": "perf_counter per step, median",
+    "command": "study.py --shapes ci",
+}
+
+
+class TestStudyIndex(TestCase):
+    """The index page: every column explained, a caveat where compiled is slower."""
+
+    def index(self, rows: list[dict]) -> str:
+        return study.index_html(SETTINGS, rows, study.suite_tables(rows))
+
+    def test_every_column_has_a_legend(self):
+        page = self.index([study_row("resnet18-inference-default", 1.5)])
+        heads = re.findall(r"<th><abbr title=\"([^\"]+)\">([^<]+)</abbr></th>", page)
+        legends = [
+            dict(re.findall(r'<dt data-column="([^"]+)">[^<]*</dt><dd>([^<]+)', dl))
+            for dl in re.findall(r'<dl class="columns">(.*?)</dl>', page, re.S)
+        ]
+        self.assertEqual(len(legends), 2)  # the case table, the reason tables
+        self.assertGreater(len(heads), 10)
+        for title, name in heads:
+            # Explained under the table, in the words of its tooltip.
+            self.assertIn((name, title), [i for d in legends for i in d.items()])
+        (cases,) = re.findall(r'<table class="cases">(.*?)</tr>', page, re.S)
+        self.assertEqual(
+            re.findall(r"<abbr[^>]*>([^<]+)</abbr>", cases), list(legends[0])
+        )
+        # fusible counts what is known, not what was checked.
+        self.assertIn("0 yes \u00b7 4 no", page)
+        self.assertIn("30 not tried", page)
+        # No launches were counted (CPU): the column is left out.
+        self.assertNotIn(">launches<", page)
+
+    def test_slower_than_eager_has_a_caveat(self):
+        rows = [
+            study_row("resnet18-inference-default", 0.5),
+            study_row("gru-inference-default", 2.0),
+            {
+                "case": "bad-inference-default",
+                "family": "micro",
+                "status": "failed",
+                "error": "RuntimeError: boom",
+            },
+        ]
+        page = self.index(rows)
+        (caveat,) = re.findall(r'<p class="caveat" id="slower">(.*?)</p>', page, re.S)
+        self.assertIn("slower than eager in 1 of 2 timed cases", caveat)
+        self.assertIn("resnet18-inference-default (0.50\u00d7)", caveat)
+        self.assertNotIn("gru-inference-default", caveat)
+        cells = re.findall(r'<td class="num slower">(.*?)</td>', page)
+        self.assertEqual(len(cells), 1)
+        self.assertIn('href="#slower"', cells[0])
+        self.assertIn("FAILED: RuntimeError: boom", page)
+        # No caveat when every case is faster compiled.
+        self.assertNotIn('id="slower"', self.index(rows[1:]))
+
+    def test_empty_study_says_so_once(self):
+        page = self.index([])
+        self.assertEqual(page.count("No case ran"), 1)
+        self.assertNotIn("<table", page)
+
+    def test_no_horizontal_overflow_at_1400(self):
+        if not CHROMIUM:
+            if os.environ.get("CI"):
+                self.fail("chromium is required under CI")
+            self.skipTest("chromium is not installed")
+        rows = [
+            study_row(f"mobilenet_v3_small-{step}-max-autotune-no-cudagraphs", s)
+            for step, s in (("inference", 0.57), ("training", 1.2))
+        ]
+        rows[0]["launches_eager"], rows[0]["launches_compiled"] = 210.0, 95.0
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "index.html"
+            path.write_text(self.index(rows))
+            dump = subprocess.run(
+                [
+                    CHROMIUM,
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--hide-scrollbars",
+                    f"--user-data-dir={tmp}/profile",
+                    "--window-size=1400,1000",
+                    "--dump-dom",
+                    path.as_uri(),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=True,
+            ).stdout
+        attrs = dict(re.findall(r'(data-[a-z-]+)="(\d+)"', dump.split(">", 2)[1]))
+        self.assertEqual(attrs["data-client-width"], "1400")
+        self.assertLessEqual(int(attrs["data-scroll-width"]), 1400)
 
 
 if __name__ == "__main__":

@@ -18,13 +18,19 @@ from typing import Any
 
 __all__ = [
     "GRAPH_BREAK",
+    "HOW_LABELS",
     "boundary_id",
     "break_summary",
+    "code_anchors",
     "computing_ops",
+    "copied_ops",
     "esc",
     "fmt_bytes",
     "graph_anchor",
     "graph_links",
+    "kernel_groups",
+    "kernel_row_id",
+    "kernel_sources",
     "short_source",
     "source_anchor",
     "source_link",
@@ -149,3 +155,85 @@ def break_summary(brk: dict[str, Any]) -> tuple[str, str]:
     if not explanation:
         explanation = next((line for line in lines if line != headline), "")
     return headline, explanation
+
+
+# How a kernel's ops came together (the optional ``how`` field of a kernel).
+HOW_LABELS = {
+    "inlined": "inlined at lowering",
+    "scheduler": "fused by the scheduler",
+    "combined": "combined into one launch",
+}
+
+
+def copied_ops(kernel: dict[str, Any]) -> set[str]:
+    """The ops whose input ``kernel`` only copies into another layout (``copy_for``).
+
+    Such a kernel does not compute these ops (on the CPU, the layout copies
+    before a convolution name the convolution): renderers say "layout copy
+    for" them instead.  Empty when the field is absent (older captures).
+    """
+    return {str(n) for n in kernel.get("copy_for") or []}
+
+
+def kernel_groups(graph: dict[str, Any]) -> list[dict[str, Any]]:
+    """The graph's kernels grouped by generated ``function``, in graph order.
+
+    On the CPU several kernel records (loop nests) share one generated C++
+    function; a group is that function with its records.  A kernel with no
+    ``function`` (extern, fallback) is a group of its own.  Each group is
+    ``{"function": name or None, "name": the group's display name,
+    "records": [kernel, ...]}``.
+    """
+    groups: list[dict[str, Any]] = []
+    by_function: dict[str, dict[str, Any]] = {}
+    for kernel in graph.get("kernels") or []:
+        function = kernel.get("function")
+        if function and function in by_function:
+            by_function[function]["records"].append(kernel)
+            continue
+        group = {
+            "function": function or None,
+            "name": str(function or kernel.get("name", "?")),
+            "records": [kernel],
+        }
+        groups.append(group)
+        if function:
+            by_function[function] = group
+    return groups
+
+
+def kernel_row_id(slug: str, index: int) -> str:
+    """The id of a kernel group's row in its graph's kernel table."""
+    return f"kern-{slug}-{index}"
+
+
+def kernel_sources(
+    graph: dict[str, Any], data: dict[str, Any] | None = None
+) -> dict[str, str] | None:
+    """Function name -> generated source, or None when the capture has none.
+
+    Read from the graph's ``kernel_sources`` (or, failing that, the capture's
+    top-level one); absent in captures written before the field existed.
+    """
+    for holder in (graph, data or {}):
+        sources = holder.get("kernel_sources")
+        if isinstance(sources, dict):
+            return {str(k): str(v) for k, v in sources.items() if v is not None}
+    return None
+
+
+def code_anchors(slug: str, functions: list[str]) -> dict[str, str]:
+    """Function name -> the id of its generated source block (unique in the page)."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for function in functions:
+        if function in out:
+            continue
+        base = f"code-{slug}-" + re.sub(r"[^0-9A-Za-z_]", "-", function)
+        anchor, n = base, 1
+        while anchor in used:
+            n += 1
+            anchor = f"{base}-{n}"
+        used.add(anchor)
+        out[function] = anchor
+    return out

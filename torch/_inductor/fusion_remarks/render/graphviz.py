@@ -24,7 +24,7 @@ import subprocess
 import time
 from typing import Any
 
-from .common import boundary_id, computing_ops, esc, fmt_bytes
+from .common import boundary_id, computing_ops, copied_ops, esc, fmt_bytes
 
 
 __all__ = [
@@ -329,13 +329,20 @@ def _primary_kernels(graph: dict[str, Any]) -> dict[str, str]:
     then the kernel holding most of its fused neighbours, then the first.
     """
     members: dict[str, list[str]] = collections.defaultdict(list)
+    copies: dict[str, list[str]] = collections.defaultdict(list)
     for kernel in graph.get("kernels") or []:
+        copy_for = copied_ops(kernel)
         for op in kernel.get("ops") or []:
-            members[op].append(kernel.get("name", ""))
+            # A kernel that only copies an op's input (``copy_for``) does not
+            # draw the op, unless no other kernel computes it.
+            (copies if op in copy_for else members)[op].append(kernel.get("name", ""))
     for op in graph.get("ops") or []:
         for k in op.get("kernels") or []:
-            if k not in members[op.get("name")]:
+            if k not in members[op.get("name")] and k not in copies[op.get("name")]:
                 members[op.get("name")].append(k)
+    for op, ks in copies.items():
+        if not members.get(op):
+            members[op].extend(ks)
     score: collections.Counter[tuple[str, str]] = collections.Counter()
     for b in graph.get("boundaries") or []:
         ks = b.get("kernels") or []
@@ -421,11 +428,17 @@ def _op_dot(
             # a ghost keeps the kernel visible.
             # A kernel may also compute no op of the graph's computing ops
             # (an in-place update of an input): it names what it writes.
-            recomputed = [n for n in kernel.get("ops") or [] if n in names]
+            copy_for = copied_ops(kernel)
+            recomputed = [
+                n for n in kernel.get("ops") or [] if n in names and n not in copy_for
+            ]
+            copied = [n for n in kernel.get("ops") or [] if n in copy_for]
             ghost = f"{kname}\u00b7recomputed"
             text = (
                 "recomputes " + _name_list(recomputed, 4)
                 if recomputed
+                else "layout copy for " + _name_list(copied, 4)
+                if copied
                 else "no computing op"
                 + (
                     f"\n({_name_list(kernel.get('ops') or [], 2)})"

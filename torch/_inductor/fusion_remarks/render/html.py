@@ -1,47 +1,47 @@
-"""The HTML page of a fusion capture: the op graph by kernel, annotated source, tables.
+"""The HTML page of a fusion capture: kernels, boundaries, pictures, sources.
 
-``FusionCapture.save_html(path)`` writes one self-contained page (inline CSS,
-inline SVG, a few lines of inline JavaScript, nothing fetched from the
-network) so that it can be attached to an issue or a pull request and opened
-anywhere.  The page renders the JSON of :meth:`FusionCapture.to_json` and
-nothing else, so the study harness can render pages later from saved JSON
-files: every field is read with a default, because files written by older or
-newer code may lack one.
+``FusionCapture.save_html(path)`` writes one self-contained page (inline CSS
+and JavaScript from ``page.css`` and ``page.js`` beside this module, inline
+SVG, nothing fetched from the network) that can be attached to an issue and
+opened anywhere.  It renders the JSON of :meth:`FusionCapture.to_json` and
+nothing else, every field read with a default (files written by older or
+newer code may lack one).  Made to work at model size (500+ ops):
 
-It has, in the manner of LLVM's opt-viewer:
-
-* per graph, a picture laid out by Graphviz ``dot`` (:mod:`.graphviz`):
-  computing ops as nodes, one cluster per kernel, fused edges grey, kernel
-  boundaries red and labelled with their reason (shared-input boundaries
-  dashed); above :data:`.graphviz.MAX_OP_NODES` computing ops, one node per
-  kernel instead;
-* the user's source lines, each followed by its remarks (:mod:`.source`):
-  which kernels compute ops of the line, which boundaries start or end there;
-* tables: boundaries by reason and by category (with the bytes that cross
-  them), and every boundary of every graph, each an element with class
-  ``boundary`` and ``data-`` attributes so that tools can find them in the DOM;
-* the graph breaks that separate the graphs, when the capture recorded them.
-
-The picture is optional: without ``dot`` (or when it fails or runs too long)
-the page says so and holds everything else.  Rendering never raises because
-of the picture.
+* a filter bar: search by op, kernel or source line (``file.py:123``) and
+  filters by a boundary's reason and category and by kernel kind, kept in the
+  URL's hash (``#filter=reason:extern_kernel&q=relu``; see ``page.js``);
+* per graph, a kernel table first: one row per kernel, one per generated
+  function on the CPU (several loop nests share one C++ function), its ops
+  folded under it, its source lines, boundaries and a link to its generated
+  code (:func:`.source.code_section`, from the optional ``kernel_sources``);
+* every boundary of the graph, each an element with class ``boundary`` and
+  ``data-`` attributes so that tools can find them in the DOM;
+* folded under them, the picture laid out by Graphviz ``dot``
+  (:mod:`.graphviz`; optional: without ``dot`` the page says so);
+* tables of boundaries by reason and category, the graph breaks, and the
+  user's source annotated with remarks (:mod:`.source`).
 """
 
 from __future__ import annotations
 
 import collections
+import functools
 import os
 from typing import Any
 
 from .common import (
     boundary_id,
-    break_summary,
+    code_anchors,
     computing_ops,
+    copied_ops,
     esc,
     fmt_bytes,
     GRAPH_BREAK,
     graph_anchor,
-    graph_links,
+    HOW_LABELS,
+    kernel_groups,
+    kernel_row_id,
+    kernel_sources,
     source_link,
 )
 from .graphviz import (
@@ -50,10 +50,11 @@ from .graphviz import (
     GENERATED_PALETTE,
     kernel_colours,
     KIND_FILL,
+    MAX_OP_NODES,
     picture,
     SHARED_INPUT_COLOUR,
 )
-from .source import source_section
+from .source import code_section, graph_break_section, source_section
 
 
 __all__ = ["render_html", "save_html"]
@@ -61,6 +62,15 @@ __all__ = ["render_html", "save_html"]
 
 # Boundary tables with more rows than this start collapsed.
 OPEN_TABLE_ROWS = 40
+# Ops named in a kernel row before the rest are left to its drill-down.
+OPS_IN_SUMMARY = 4
+
+
+@functools.cache
+def _asset(name: str) -> str:
+    """The text of ``page.css`` or ``page.js``, beside this module."""
+    with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as f:
+        return f.read()
 
 
 def save_html(data: dict[str, Any], path: str | os.PathLike[str]) -> None:
@@ -78,25 +88,40 @@ def render_html(data: dict[str, Any]) -> str:
     slugs = _unique_slugs(graphs)
     colours = [kernel_colours(g) for g in graphs]
 
-    body: list[str] = []
-    body.append(_header(data, graphs, slugs))
-    body.append(_legend())
-    body.append(_reason_tables(graphs, breaks, reasons))
-    if breaks:
-        body.append(_graph_breaks(breaks, graphs, slugs))
-    body.append('<section id="graphs"><h2>Graphs</h2>')
-    if not graphs:
-        body.append('<p class="note">The capture holds no compiled graph.</p>')
-    for graph, slug, colour in zip(graphs, slugs, colours):
-        body.append(_graph_section(graph, slug, colour))
-    body.append("</section>")
-    body.append(source_section(graphs, breaks, slugs, colours))
+    body: list[str] = [_header(data, graphs, slugs)]
+    if not graphs and not breaks:
+        # Said once: no tables, legend or source that would each say it again.
+        body.append(
+            '<p class="note empty-capture">The capture is empty: no graph was '
+            "compiled and no graph break happened inside the "
+            "<code>fusion_report.capture()</code> block, so there is nothing to "
+            "show.</p>"
+        )
+    else:
+        body.append(_legend())
+        body.append(_controls(graphs, breaks))
+        body.append(_reason_tables(graphs, breaks, reasons))
+        if breaks:
+            body.append(graph_break_section(breaks, graphs, slugs))
+        body.append('<section id="graphs"><h2>Graphs</h2>')
+        if not graphs:
+            body.append(
+                '<p class="note">No graph was compiled: the capture holds only '
+                "the graph breaks above.</p>"
+            )
+        for graph, slug, colour in zip(graphs, slugs, colours):
+            body.append(_graph_section(data, graph, slug, colour))
+        body.append("</section>")
+        body.append(source_section(graphs, breaks, slugs, colours))
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         "<title>Fusion report</title>\n"
-        f"<style>{_CSS}</style>\n"
-        "</head><body>\n" + "\n".join(body) + f"\n<script>{_JS}</script>\n"
+        f"<style>{_asset('page.css')}</style>\n"
+        "</head><body>\n"
+        + "\n".join(body)
+        + f"\n<script>{_asset('page.js')}</script>\n"
         "</body></html>\n"
     )
 
@@ -221,7 +246,7 @@ def _header(
         f'<p class="producer">produced by <code>{esc(data.get("producer", "?"))}</code>'
         f" \u00b7 schema version {esc(data.get('schema_version', '?'))}"
         f" \u00b7 {len(graphs)} graph{'s' if len(graphs) != 1 else ''}</p>"
-        f"{nav}{table}</header>"
+        f"{nav if graphs or data.get('graph_breaks') else ''}{table}</header>"
     )
 
 
@@ -242,7 +267,40 @@ def _legend() -> str:
         f'<span class="edge" style="border-color:{BOUNDARY_COLOUR}"></span> '
         "boundary (labelled with its reason) "
         f'<span class="edge dashed" style="border-color:{SHARED_INPUT_COLOUR}"></span>'
-        " shared input, not fused</p>"
+        " shared input, not fused</p>" + _asset("guide.html")
+    )
+
+
+def _controls(graphs: list[dict[str, Any]], breaks: list[dict[str, Any]]) -> str:
+    """The filter bar: search, and the reason, category and kind selectors."""
+    reasons: set[str] = set()
+    categories: set[str] = set()
+    kinds: set[str] = set()
+    for graph in graphs:
+        for b in graph.get("boundaries") or []:
+            reasons.add(str(b.get("reason")))
+            categories.add(str(b.get("category")))
+        kinds.update(str(k.get("kind")) for k in graph.get("kernels") or [])
+
+    def select(field: str, values: set[str]) -> str:
+        options = "".join(
+            f'<option value="{esc(v)}">{esc(v)}</option>' for v in sorted(values)
+        )
+        return (
+            f'<label>{field} <select id="filter-{field}" data-field="{field}">'
+            f'<option value="">any</option>{options}</select></label>'
+        )
+
+    return (
+        '<div class="controls" id="controls" role="search">'
+        '<input type="search" id="filter-q" data-field="q" '
+        'placeholder="search an op, kernel or file.py:line" '
+        'aria-label="search an op, kernel or source line">'
+        + select("reason", reasons)
+        + select("category", categories)
+        + select("kind", kinds)
+        + '<button type="button" id="filter-clear">clear</button>'
+        '<span id="filter-status" class="dim"></span></div>'
     )
 
 
@@ -282,10 +340,16 @@ def _reason_tables(
             "bytes": None,
         }
     if not by_reason:
+        computing = sum(len(computing_ops(g)) for g in graphs)
+        text = (
+            "No kernel boundaries: every dependent pair of computing ops shares "
+            "a kernel."
+            if computing
+            else "No kernel boundaries: the graphs compute nothing."
+        )
         return (
             '<section id="reasons"><h2>Boundaries by reason</h2>'
-            '<p class="note">No kernel boundaries: every dependent pair of ops '
-            "shares a kernel.</p></section>"
+            f'<p class="quiet">{text}</p></section>'
         )
     rows = []
     for code, row in sorted(
@@ -301,7 +365,9 @@ def _reason_tables(
             f'<tr class="reason-row" data-reason="{esc(code)}"'
             f' data-category="{esc(row["category"])}" data-count="{row["count"]}"'
             f' data-bytes="{esc(row["bytes"] if row["bytes"] is not None else "")}">'
-            f"<td><code>{esc(code)}</code></td>"
+            f'<td><a class="filter-link" href="#filter=reason:{esc(code)}"'
+            f' title="show only boundaries and kernels of this reason">'
+            f"<code>{esc(code)}</code></a></td>"
             f'<td class="cat cat-{esc(row["category"])}">{esc(row["category"])}</td>'
             f"<td>{esc(', '.join(sorted(row['stages'])))}</td>"
             f'<td class="num">{row["count"]}{shared if row["shared"] else ""}</td>'
@@ -321,7 +387,8 @@ def _reason_tables(
         f'<tr class="category-row" data-category="{esc(name)}"'
         f' data-count="{cat["count"]}"'
         f' data-bytes="{esc(cat["bytes"] if cat["bytes"] is not None else "")}">'
-        f'<td class="cat cat-{esc(name)}">{esc(name)}</td>'
+        f'<td class="cat cat-{esc(name)}"><a class="filter-link"'
+        f' href="#filter=category:{esc(name)}">{esc(name)}</a></td>'
         f'<td class="num">{cat["count"]}</td>'
         + _bytes_cell(cat["bytes"])
         + f'<td class="num">{cat["reasons"]}</td></tr>'
@@ -342,71 +409,33 @@ def _reason_tables(
     )
 
 
-def _graph_breaks(
-    breaks: list[dict[str, Any]], graphs: list[dict[str, Any]], slugs: list[str]
+def _graph_section(
+    data: dict[str, Any], graph: dict[str, Any], slug: str, colours: dict[str, str]
 ) -> str:
-    """The Dynamo graph breaks, each with its reason, source line and graphs."""
-    items = []
-    for i, brk in enumerate(breaks):
-        source = brk.get("source")
-        headline, explanation = break_summary(brk)
-        stack = [s for s in brk.get("user_stack") or [] if s != source]
-        before = graph_links(list(brk.get("graphs_before") or []), graphs, slugs)
-        after = graph_links(list(brk.get("graphs_after") or []), graphs, slugs)
-        items.append(
-            f'<li class="graph-break" id="graph-break-{i}"'
-            f' data-reason="{esc(brk.get("reason") or GRAPH_BREAK[0])}"'
-            f' data-category="{esc(brk.get("category") or GRAPH_BREAK[1])}"'
-            f' data-compile-id="{esc(brk.get("compile_id"))}"'
-            f' data-source="{esc(source)}" data-gb-type="{esc(brk.get("gb_type"))}">'
-            f'<b class="gb-type">{esc(headline)}</b>'
-            + (f" at {source_link(source)}" if source else "")
-            + f' <span class="dim">(in frame {esc(brk.get("compile_id", "?"))})</span>'
-            + (
-                f'<div class="gb-reason">{esc(explanation)}</div>'
-                if explanation
-                else ""
-            )
-            + f'<div class="gb-graphs">graphs before: {before} \u2192 after: {after}</div>'
-            + (
-                '<div class="dim">called from '
-                + " \u2190 ".join(source_link(s) for s in reversed(stack))
-                + "</div>"
-                if stack
-                else ""
-            )
-            + (
-                "<details><summary>Dynamo's message</summary>"
-                f'<pre class="gb-detail">{esc(brk.get("detail"))}</pre></details>'
-                if brk.get("detail")
-                else ""
-            )
-            + "</li>"
-        )
-    return (
-        '<section id="graph-breaks"><h2>Graph breaks</h2>'
-        "<p>Ops on either side of a Dynamo graph break are compiled in different "
-        "graphs, so they never share a kernel.</p>"
-        f'<ol class="graph-breaks">{"".join(items)}</ol></section>'
-    )
-
-
-def _graph_section(graph: dict[str, Any], slug: str, colours: dict[str, str]) -> str:
     cid = graph.get("compile_id", "?")
     computing = computing_ops(graph)
     generated, extern = _kernel_counts(graph)
     bounds = graph.get("boundaries") or []
+    groups = kernel_groups(graph)
+    functions = len(groups)
     summary = (
         f"graph {esc(cid)} <span class=dim>({esc(graph.get('device', ''))})</span>: "
         f"{len(computing)} ops \u2192 {generated + extern} kernels "
-        f"<span class=dim>({generated} generated, {extern} extern)</span>, "
+        f"<span class=dim>({generated} generated, {extern} extern"
+        + (
+            f"; {functions} rows: one per generated function"
+            if functions != generated + extern
+            else ""
+        )
+        + ")</span>, "
         f"{len(bounds)} boundar{'y' if len(bounds) == 1 else 'ies'}"
     )
+    sources = kernel_sources(graph, data)
+    anchors = code_anchors(slug, [g["function"] for g in groups if g["function"]])
     parts = [
         f'<details class="graph" id="{esc(slug)}" data-graph="{esc(cid)}" open>'
         f"<summary>{summary}</summary>",
-        _kernel_legend(graph, colours),
-        picture(graph, slug, colours),
+        _kernel_table(graph, slug, colours, groups, sources, anchors),
         _boundary_table(graph, slug, colours),
     ]
     eliminated = [op for op in computing if not op.get("kernels")]
@@ -419,35 +448,237 @@ def _graph_section(graph: dict[str, Any], slug: str, colours: dict[str, str]) ->
             )
             + "</p>"
         )
+    if groups:
+        parts.append(code_section(graph, sources, anchors))
+    if computing:
+        mode = "ops" if len(computing) <= MAX_OP_NODES else "kernels"
+        parts.append(
+            f'<details class="picture-box" id="picture-{esc(slug)}"'
+            f' data-graph="{esc(cid)}">'
+            f"<summary>Picture of graph {esc(cid)} "
+            f'<span class="dim">(Graphviz; {len(computing)} ops, by {mode})'
+            "</span></summary>" + picture(graph, slug, colours) + "</details>"
+        )
     parts.append("</details>")
     return "\n".join(parts)
 
 
-def _kernel_legend(graph: dict[str, Any], colours: dict[str, str]) -> str:
+def _kernel_table(
+    graph: dict[str, Any],
+    slug: str,
+    colours: dict[str, str],
+    groups: list[dict[str, Any]],
+    sources: dict[str, str] | None,
+    anchors: dict[str, str],
+) -> str:
+    """The kernel overview: one row per kernel (per function on the CPU), ops folded."""
+    if not groups:
+        return '<p class="quiet">No kernels in this graph.</p>'
+    cid = graph.get("compile_id", "?")
     ops = {op.get("name"): op for op in graph.get("ops") or []}
-    chips = []
-    for kernel in graph.get("kernels") or []:
-        name = kernel.get("name", "")
-        names = [n for n in kernel.get("ops") or [] if ops.get(n, {}).get("computes")]
-        function = kernel.get("function")
-        title = f"{kernel.get('kind')}" + (f", {function}" if function else "")
-        title += f": {', '.join(names)}"
-        chips.append(
-            f'<span class="chip kernel kind-{esc(kernel.get("kind"))}"'
-            f' data-kernel="{esc(name)}" data-kind="{esc(kernel.get("kind"))}"'
-            f' data-fill="{esc(colours.get(name, ""))}"'
-            f' style="background:{esc(colours.get(name, "#ffffff"))}"'
-            f' title="{esc(title)}">{esc(name)} <span class=dim>{len(names)}</span></span>'
+    order = {name: i for i, name in enumerate(ops)}
+    row_of = {k.get("name"): gi for gi, g in enumerate(groups) for k in g["records"]}
+    # group -> [(direction, boundary index, boundary)]
+    touching: dict[int, list[tuple[str, int, dict[str, Any]]]] = (
+        collections.defaultdict(list)
+    )
+    for i, b in enumerate(graph.get("boundaries") or []):
+        ks = list(b.get("kernels") or [])
+        ends = [row_of.get(k) for k in ks[:1] + ks[-1:]] if ks else [None, None]
+        if len(ks) == 2 and ends[0] is not None and ends[0] == ends[1]:
+            touching[ends[0]].append(("within", i, b))
+            continue
+        if ends[0] is not None:
+            touching[ends[0]].append(("out", i, b))
+        if ends[1] is not None and len(ks) > 1:
+            touching[ends[1]].append(("in", i, b))
+    show_how = any(k.get("how") for k in graph.get("kernels") or [])
+    rows = []
+    for gi, group in enumerate(groups):
+        records = group["records"]
+        first = records[0]
+        kinds = list(dict.fromkeys(str(k.get("kind")) for k in records))
+        computed: list[str] = []
+        copies: list[str] = []
+        search = {group["name"].lower()}
+        for k in records:
+            search.add(str(k.get("name", "")).lower())
+            copy_for = copied_ops(k)
+            for n in k.get("ops") or []:
+                op = ops.get(n, {})
+                if not op.get("computes"):
+                    continue
+                (copies if n in copy_for else computed).append(n)
+                search.update(
+                    str(x).lower() for x in (n, op.get("target"), op.get("source")) if x
+                )
+        computed = sorted(dict.fromkeys(computed), key=lambda n: order.get(n, 0))
+        copies = [n for n in dict.fromkeys(copies) if n not in computed]
+        lines = list(
+            dict.fromkeys(
+                ops[n]["source"] for n in computed + copies if ops[n].get("source")
+            )
         )
-    if not chips:
-        return ""
-    inner = " ".join(chips)
-    if len(chips) > 40:
-        return (
-            f'<details class="kernels"><summary>{len(chips)} kernels</summary>'
-            f"{inner}</details>"
+        hits = touching.get(gi, [])
+        reasons = sorted({str(b.get("reason")) for _, _, b in hits})
+        categories = sorted({str(b.get("category")) for _, _, b in hits})
+        colour = colours.get(first.get("name", ""), "#ffffff")
+        name_cell = (
+            f'<span class="chip kind-{esc(kinds[0])}" style="background:{esc(colour)}">'
+            "&nbsp;</span> "
+            f'<code class="kname">{esc(group["name"])}</code>'
         )
-    return f'<p class="kernels">kernels: {inner}</p>'
+        if len(records) > 1:
+            name_cell += (
+                f'<div class="dim">{len(records)} loop nests: '
+                + ", ".join(esc(k.get("name")) for k in records)
+                + "</div>"
+            )
+        elif group["function"]:
+            name_cell += f'<div class="dim">{esc(first.get("name"))}</div>'
+        how = list(dict.fromkeys(h for k in records for h in k.get("how") or []))
+        how_cell = (
+            "<td>"
+            + " ".join(
+                f'<span class="how how-{esc(h)}">{esc(HOW_LABELS.get(h, h))}</span>'
+                for h in how
+            )
+            + "</td>"
+            if show_how
+            else ""
+        )
+        if group["function"] and sources is not None and group["function"] in sources:
+            code = (
+                f'<a class="code-link" href="#{esc(anchors[group["function"]])}">'
+                "generated code</a>"
+            )
+        elif kinds[0] in ("extern", "fallback"):
+            code = '<span class="no-code">not in the capture (a library call)</span>'
+        else:
+            code = '<span class="no-code">not in the capture</span>'
+        rows.append(
+            f'<tr class="kernel-row" id="{kernel_row_id(slug, gi)}"'
+            f' data-graph="{esc(cid)}" data-kernels="'
+            + esc(" ".join(str(k.get("name")) for k in records))
+            + f'" data-kinds="{esc(" ".join(kinds))}"'
+            f' data-reasons="{esc(" ".join(reasons))}"'
+            f' data-categories="{esc(" ".join(categories))}"'
+            f' data-search="{esc(" ".join(sorted(search)))}">'
+            f'<td class="num">{gi}</td><td>{name_cell}</td>'
+            f"<td>{esc(', '.join(kinds))}</td>{how_cell}"
+            f'<td class="ops">{_ops_cell(records, computed, copies, ops, order)}</td>'
+            f"<td>{_lines_cell(lines)}</td>"
+            f"<td>{_touching_cell(slug, hits)}</td><td>{code}</td></tr>"
+        )
+    head = "<th>#</th><th>kernel</th><th>kind</th>" + (
+        "<th>how</th>" if show_how else ""
+    )
+    return (
+        f'<div class="kernel-table"><b>Kernels</b> <span class="dim">({len(rows)} '
+        f"row{'s' if len(rows) != 1 else ''})</span>"
+        '<span class="table-status"></span>'
+        f'<table class="kernels" data-graph="{esc(cid)}"><thead><tr>{head}'
+        "<th>ops</th><th>source lines</th><th>boundaries</th><th>code</th></tr>"
+        "</thead><tbody>" + "".join(rows) + "</tbody></table></div>"
+    )
+
+
+def _ops_cell(
+    records: list[dict[str, Any]],
+    computed: list[str],
+    copies: list[str],
+    ops: dict[str, Any],
+    order: dict[str, int],
+) -> str:
+    """A kernel row's ops: a summary, and each op of each loop nest folded under it."""
+    names = ", ".join(f"<code>{esc(n)}</code>" for n in computed[:OPS_IN_SUMMARY])
+    if len(computed) > OPS_IN_SUMMARY:
+        names += ", \u2026"
+    head = f"{len(computed)} op{'s' if len(computed) != 1 else ''}" + (
+        f": {names}" if computed else ""
+    )
+    if copies:
+        copy = (
+            '<span class="layout-copy">layout copy for '
+            + ", ".join(f"<code>{esc(n)}</code>" for n in copies)
+            + "</span>"
+        )
+        head = f"{head}; {copy}" if computed else copy
+    if not computed and not copies:
+        names = [n for k in records for n in k.get("ops") or []]
+        return '<span class="dim">no computing op' + (
+            f" ({esc(', '.join(names[:3]))})</span>" if names else "</span>"
+        )
+    items = []
+    for k in records:
+        copy_for = copied_ops(k)
+        mine = sorted(
+            (n for n in k.get("ops") or [] if ops.get(n, {}).get("computes")),
+            key=lambda n: order.get(n, 0),
+        )
+        if len(records) > 1:
+            items.append(f'<li class="nest">{esc(k.get("name"))}</li>')
+        for n in mine:
+            op = ops[n]
+            what = (
+                '<span class="layout-copy">layout copy for</span> '
+                if n in copy_for
+                else ""
+            )
+            others = [x for x in op.get("kernels") or [] if x != k.get("name")]
+            items.append(
+                f'<li data-op="{esc(n)}">{what}<code>{esc(n)}</code>'
+                f' <span class="dim">= {esc(op.get("target"))}</span>'
+                + (f" {source_link(op['source'])}" if op.get("source") else "")
+                + (
+                    f' <span class="dim">(also in {esc(", ".join(others[:3]))}'
+                    + (", \u2026" if len(others) > 3 else "")
+                    + ")</span>"
+                    if others
+                    else ""
+                )
+                + "</li>"
+            )
+    return (
+        f'<details class="ops"><summary>{head}</summary>'
+        f'<ul class="op-list">{"".join(items)}</ul></details>'
+    )
+
+
+def _lines_cell(lines: list[str], limit: int = 3) -> str:
+    links = [source_link(s) for s in lines[:limit]]
+    more = len(lines) - limit
+    return ", ".join(links) + (
+        f' <span class="dim">+{more} more</span>' if more > 0 else ""
+    )
+
+
+def _touching_cell(slug: str, hits: list[tuple[str, int, dict[str, Any]]]) -> str:
+    """A kernel's boundaries by direction and reason, each linked to its first row."""
+    arrows = {"in": "\u2190", "out": "\u2192", "within": "\u21bb"}
+    first: dict[tuple[str, str], int] = {}
+    count: collections.Counter[tuple[str, str]] = collections.Counter()
+    for direction, i, b in hits:
+        key = (direction, str(b.get("reason")))
+        first.setdefault(key, i)
+        count[key] += 1
+    return (
+        "".join(
+            f'<span class="bd bd-{direction}">{arrows[direction]} '
+            f'<a href="#{boundary_id(slug, first[(direction, reason)])}">'
+            f"<code>{esc(reason)}</code></a>"
+            + (
+                f" \u00d7{count[(direction, reason)]}"
+                if count[(direction, reason)] > 1
+                else ""
+            )
+            + "</span>"
+            for direction, reason in sorted(
+                count, key=lambda k: (["in", "out", "within"].index(k[0]), k[1])
+            )
+        )
+        or '<span class="dim">none</span>'
+    )
 
 
 def _boundary_table(graph: dict[str, Any], slug: str, colours: dict[str, str]) -> str:
@@ -456,8 +687,15 @@ def _boundary_table(graph: dict[str, Any], slug: str, colours: dict[str, str]) -
     ops = {op.get("name"): op for op in graph.get("ops") or []}
     if not bounds:
         return '<p class="quiet">No kernel boundaries in this graph.</p>'
+    kinds = {k.get("name"): str(k.get("kind")) for k in graph.get("kernels") or []}
     rows = []
     for i, b in enumerate(bounds):
+        search = {
+            str(x).lower()
+            for n in (b.get("producer"), b.get("consumer"))
+            for x in (n, ops.get(n, {}).get("source"))
+            if x
+        } | {str(k).lower() for k in b.get("kernels") or []}
         args = dict(b.get("args") or {})
         nbytes = args.pop("bytes", None)
         kernels = " \u2192 ".join(
@@ -481,7 +719,9 @@ def _boundary_table(graph: dict[str, Any], slug: str, colours: dict[str, str]) -
             f'<tr class="boundary rel-{esc(b.get("relation"))}" id="{boundary_id(slug, i)}"'
             f' data-graph="{esc(cid)}" data-producer="{esc(b.get("producer"))}"'
             f' data-consumer="{esc(b.get("consumer"))}" data-reason="{esc(b.get("reason"))}"'
-            f' data-category="{esc(b.get("category"))}" data-relation="{esc(b.get("relation"))}">'
+            f' data-category="{esc(b.get("category"))}" data-relation="{esc(b.get("relation"))}"'
+            f' data-kinds="{esc(" ".join(sorted({kinds.get(k, "?") for k in b.get("kernels") or []})))}"'
+            f' data-search="{esc(" ".join(sorted(search)))}">'
             f"<td><code>{esc(b.get('producer'))}</code></td>"
             f"<td>{arrow}</td>"
             f"<td><code>{esc(b.get('consumer'))}</code></td>"
@@ -501,7 +741,8 @@ def _boundary_table(graph: dict[str, Any], slug: str, colours: dict[str, str]) -
     opened = " open" if len(rows) <= OPEN_TABLE_ROWS else ""
     return (
         f'<details class="boundary-list"{opened}><summary>{len(rows)} '
-        f"boundar{'y' if len(rows) == 1 else 'ies'} of graph {esc(cid)}</summary>"
+        f"boundar{'y' if len(rows) == 1 else 'ies'} of graph {esc(cid)}"
+        '<span class="table-status"></span></summary>'
         '<table class="boundaries"><thead><tr><th>producer</th><th></th>'
         "<th>consumer</th><th>relation</th><th>reason</th><th>category</th>"
         "<th>stage</th><th>kernels</th><th>bytes</th><th>detail</th>"
@@ -509,94 +750,3 @@ def _boundary_table(graph: dict[str, Any], slug: str, colours: dict[str, str]) -
         + "".join(rows)
         + "</tbody></table></details>"
     )
-
-
-_CSS = """
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
-  margin: 1.2em 2em; color: #1c2833; background: #fff; }
-h1 { font-size: 1.6em; margin: 0 0 .2em; } h2 { font-size: 1.25em; margin: 1.4em 0 .5em;
-  border-bottom: 1px solid #d5d8dc; }
-code { font: 12.5px/1.4 ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; }
-.dim { color: #707b7c; font-weight: normal; }
-.note { background: #fff8e1; border-left: 4px solid #f9a825; padding: .4em .8em; }
-nav { margin: .4em 0 .8em; }
-table { border-collapse: collapse; margin: .4em 0; }
-th, td { border: 1px solid #d5d8dc; padding: 3px 7px; vertical-align: top; text-align: left; }
-th { background: #f2f4f4; font-weight: 600; }
-td.num { text-align: right; white-space: nowrap; }
-.tables { display: flex; gap: 2em; flex-wrap: wrap; align-items: flex-start; }
-table.boundaries td.detail { max-width: 38em; font-size: 12.5px; }
-.args { color: #566573; font-size: 11.5px; }
-.cat { font-weight: 600; white-space: nowrap; }
-.cat-legality { color: #b71c1c; } .cat-heuristic { color: #e65100; }
-.cat-backend { color: #4a148c; } .cat-config { color: #0d47a1; }
-.cat-not_considered { color: #546e7a; }
-.chip { display: inline-block; border: 1px solid #90a4ae; border-radius: 4px;
-  padding: 0 5px; min-width: 1em; min-height: 1em; font-size: 12px; margin: 1px; }
-.chip.kind-extern, .chip.kind-fallback, .chip.kind-template { border: 2px solid #37474f; }
-.edge { display: inline-block; width: 2.2em; border-top: 2px solid; vertical-align: middle; }
-.edge.dashed { border-top-style: dashed; }
-details.graph { border: 1px solid #d5d8dc; border-radius: 6px; padding: .3em .8em;
-  margin: .6em 0; }
-details.graph > summary { font-weight: 600; cursor: pointer; }
-.picture { overflow: auto; max-height: 85vh; border: 1px solid #eaeded; margin: .4em 0; }
-.picture svg { display: block; }
-.picture.fit svg { width: 100%; height: auto; }
-.picture a { cursor: pointer; }
-tr.boundary:target, li.graph-break:target { background: #ffebee; }
-tr.rel-shared_input td { background: #fdfefe; }
-.fusible-check { font-size: 12px; } .check.yes { color: #1b5e20; } .check.no { color: #b71c1c; }
-.src { border: 1px solid #eaeded; border-radius: 4px; padding: .3em 0; }
-.line { white-space: pre; padding: 0 .6em; }
-.line.annotated { background: #fef9e7; }
-.ln { display: inline-block; width: 4em; color: #99a3a4; text-align: right;
-  margin-right: 1em; user-select: none; }
-ul.remarks { margin: .1em 0 .4em 5.6em; padding-left: 1em; font-size: 13px; }
-.remark.boundary-remark, .remark.graph-break-remark { color: #8e1b1b; }
-.remark.kernel-remark { color: #1e5631; } .remark.kernel-remark.alone { color: #455a64; }
-.gap { color: #99a3a4; padding: 0 .6em; font-size: 12px; }
-.kind { display: inline-block; min-width: 3.6em; text-align: center; border-radius: 3px;
-  font-size: 11px; font-weight: 600; padding: 0 3px; color: #fff; }
-.kind-fused { background: #2e7d32; } .kind-alone { background: #78909c; }
-.kind-missed { background: #c62828; } .kind-none { background: #9e9e9e; }
-ol.graph-breaks li { margin-bottom: .6em; }
-.gb-reason { margin-left: 1em; } .gb-graphs { margin-left: 1em; }
-pre.gb-detail { white-space: pre-wrap; font-size: 12px; background: #f8f9f9;
-  padding: .4em .6em; max-width: 100em; }
-.picture-hint { font-size: 12px; margin: 0 0 .6em; }
-p.quiet { color: #566573; }
-details.gap summary { cursor: pointer; }
-"""
-
-
-# Opening the <details> that hold a link's target, so that links from the
-# picture and the annotated source into collapsed tables land somewhere.
-_JS = """
-function openTarget() {
-  var id = decodeURIComponent(location.hash.slice(1));
-  var el = id && document.getElementById(id);
-  for (var p = el; p; p = p.parentElement) {
-    if (p.tagName === "DETAILS") { p.open = true; }
-  }
-  if (el) { el.scrollIntoView({block: "center"}); }
-}
-window.addEventListener("hashchange", openTarget);
-if (location.hash) { openTarget(); }
-document.querySelectorAll(".picture").forEach(function (pic) {
-  pic.addEventListener("dblclick", function () { pic.classList.toggle("fit"); });
-  // dot may put a wide picture's first ops anywhere along the top: when no
-  // node is in view, scroll to the topmost one rather than show the empty
-  // top-left corner.
-  if (pic.scrollWidth <= pic.clientWidth) { return; }
-  var top = null, seen = false, box = pic.getBoundingClientRect();
-  pic.querySelectorAll("g.node").forEach(function (node) {
-    var r = node.getBoundingClientRect();
-    seen = seen || (r.left < box.right && r.right > box.left &&
-                    r.top < box.bottom && r.bottom > box.top);
-    if (top === null || r.top < top.top - 1) { top = r; }
-  });
-  if (!seen && top !== null) {
-    pic.scrollLeft += top.left - box.left - (pic.clientWidth - top.width) / 2;
-  }
-});
-"""

@@ -1,9 +1,15 @@
-"""The annotated source of a fusion report, in the manner of LLVM's opt-viewer.
+"""The sources on a fusion report's page: the user's, annotated, and the generated code.
 
-The user's source lines, each followed by its remarks: which kernels compute
-ops of the line, which boundaries start or end there, and the graph breaks at
-the line.  Lines around annotated ones are shown for context; long runs of
-unannotated lines are folded or left out.
+* :func:`source_section`: the user's source lines, each followed by its
+  remarks, in the manner of LLVM's opt-viewer: which kernels compute ops of
+  the line, which boundaries start or end there, and the graph breaks at the
+  line.  Lines around annotated ones are shown for context; long runs of
+  unannotated lines are folded or left out.
+* :func:`graph_break_section`: the Dynamo graph breaks, each with its
+  reason, source line and the graphs it separates.
+* :func:`code_section`: per graph, the generated source of each kernel
+  function (the report's optional ``kernel_sources``), each in a folded block
+  with an anchor that the kernel table links to.
 """
 
 from __future__ import annotations
@@ -16,16 +22,20 @@ from .common import (
     boundary_id,
     break_summary,
     computing_ops,
+    copied_ops,
     esc,
     fmt_bytes,
     GRAPH_BREAK,
     graph_links,
+    kernel_groups,
+    kernel_row_id,
     source_anchor,
+    source_link,
     split_source,
 )
 
 
-__all__ = ["source_section"]
+__all__ = ["code_section", "graph_break_section", "source_section"]
 
 
 # Lines of context shown around each annotated source line.
@@ -74,8 +84,14 @@ def source_section(
         ops = {op.get("name"): op for op in graph.get("ops") or []}
         order = {name: i for i, name in enumerate(ops)}
 
+        rows = {
+            k.get("name"): kernel_row_id(slug, gi)
+            for gi, group in enumerate(kernel_groups(graph))
+            for k in group["records"]
+        }
         for kernel in graph.get("kernels") or []:
             kname = kernel.get("name", "")
+            copies = copied_ops(kernel)
             names = sorted(
                 (n for n in kernel.get("ops") or [] if ops.get(n, {}).get("computes")),
                 key=lambda n: order.get(n, 0),
@@ -85,22 +101,40 @@ def source_section(
                 loc = _op_line(ops, n)
                 if loc is not None:
                     per_line[loc].append(n)
+            computed = [n for n in names if n not in copies]
             for (path, line), here in per_line.items():
                 others = len(names) - len(here)
-                state = "fused" if len(names) > 1 else "alone"
+                state = "fused" if len(computed) > 1 else "alone"
                 function = kernel.get("function")
+                chip = (
+                    f'<span class="chip" style="background:'
+                    f'{esc(colour.get(kname, "#ffffff"))}">{esc(kname)}</span>'
+                )
+                if kname in rows:
+                    chip = f'<a href="#{rows[kname]}">{chip}</a>'
+                computes_here = [n for n in here if n not in copies]
+                copies_here = [n for n in here if n in copies]
+                does = []
+                if computes_here:
+                    does.append(
+                        "computes "
+                        + ", ".join(f"<code>{esc(n)}</code>" for n in computes_here)
+                    )
+                if copies_here:
+                    does.append(
+                        "is a layout copy for "
+                        + ", ".join(f"<code>{esc(n)}</code>" for n in copies_here)
+                    )
                 notes[path][line].append(
                     (
                         1,
                         f'<li class="remark kernel-remark {state}"'
                         f' data-graph="{esc(cid)}" data-kernel="{esc(kname)}">'
-                        f"{_kind_tag(state)} {glink}: kernel "
-                        f'<span class="chip" style="background:'
-                        f'{esc(colour.get(kname, "#ffffff"))}">{esc(kname)}</span> '
+                        f"{_kind_tag(state)} {glink}: kernel {chip} "
                         f"<span class=dim>({esc(kernel.get('kind'))}"
                         + (f", {esc(function)}" if function else "")
-                        + ")</span> computes "
-                        + ", ".join(f"<code>{esc(n)}</code>" for n in here)
+                        + ")</span> "
+                        + " and ".join(does)
                         + (
                             f" <span class=dim>with {others} op"
                             f"{'s' if others != 1 else ''} of other lines</span>"
@@ -304,3 +338,92 @@ def _source_file(path: str, by_line: dict[int, list[tuple[int, str]]]) -> str:
             out.append(_remark_list(by_line[number]))
     out.append("</div></details>")
     return "\n".join(out)
+
+
+def code_section(
+    graph: dict[str, Any],
+    sources: dict[str, str] | None,
+    anchors: dict[str, str],
+) -> str:
+    """The generated source of each kernel function of a graph, each folded.
+
+    ``sources`` is the report's ``kernel_sources`` (function name -> text) or
+    None when the capture has none; ``anchors`` the id of each function's
+    block.  Functions of ``sources`` that no kernel names come last.
+    """
+    cid = esc(graph.get("compile_id", "?"))
+    if sources is None:
+        return (
+            '<p class="dim no-code-note">The generated source is not in this '
+            "capture (its JSON has no <code>kernel_sources</code>: written "
+            "before the field existed, or by a sink that leaves it out).</p>"
+        )
+    if not sources:
+        return '<p class="dim no-code-note">No generated source in this capture.</p>'
+    named = [f for f in anchors if f in sources]
+    extra = [f for f in sources if f not in anchors]
+    blocks = []
+    for function in named + extra:
+        text = sources[function]
+        anchor = anchors.get(function)
+        id_attr = f' id="{esc(anchor)}"' if anchor else ""
+        blocks.append(
+            f'<details class="kernel-code"{id_attr} data-function="{esc(function)}">'
+            f"<summary><code>{esc(function)}</code> "
+            f'<span class="dim">{len(text.splitlines())} lines</span></summary>'
+            f'<pre class="kernel-source"><code>{esc(text)}</code></pre></details>'
+        )
+    return (
+        f'<details class="code-list" data-graph="{cid}"><summary>Generated code of '
+        f"graph {cid}: {len(blocks)} function{'s' if len(blocks) != 1 else ''}"
+        "</summary>" + "".join(blocks) + "</details>"
+    )
+
+
+def graph_break_section(
+    breaks: list[dict[str, Any]], graphs: list[dict[str, Any]], slugs: list[str]
+) -> str:
+    """The Dynamo graph breaks, each with its reason, source line and graphs."""
+    items = []
+    for i, brk in enumerate(breaks):
+        source = brk.get("source")
+        headline, explanation = break_summary(brk)
+        stack = [s for s in brk.get("user_stack") or [] if s != source]
+        before = graph_links(list(brk.get("graphs_before") or []), graphs, slugs)
+        after = graph_links(list(brk.get("graphs_after") or []), graphs, slugs)
+        items.append(
+            f'<li class="graph-break" id="graph-break-{i}"'
+            f' data-reason="{esc(brk.get("reason") or GRAPH_BREAK[0])}"'
+            f' data-category="{esc(brk.get("category") or GRAPH_BREAK[1])}"'
+            f' data-compile-id="{esc(brk.get("compile_id"))}"'
+            f' data-source="{esc(source)}" data-gb-type="{esc(brk.get("gb_type"))}">'
+            f'<b class="gb-type">{esc(headline)}</b>'
+            + (f" at {source_link(source)}" if source else "")
+            + f' <span class="dim">(in frame {esc(brk.get("compile_id", "?"))})</span>'
+            + (
+                f'<div class="gb-reason">{esc(explanation)}</div>'
+                if explanation
+                else ""
+            )
+            + f'<div class="gb-graphs">graphs before: {before} \u2192 after: {after}</div>'
+            + (
+                '<div class="dim">called from '
+                + " \u2190 ".join(source_link(s) for s in reversed(stack))
+                + "</div>"
+                if stack
+                else ""
+            )
+            + (
+                "<details><summary>Dynamo's message</summary>"
+                f'<pre class="gb-detail">{esc(brk.get("detail"))}</pre></details>'
+                if brk.get("detail")
+                else ""
+            )
+            + "</li>"
+        )
+    return (
+        '<section id="graph-breaks"><h2>Graph breaks</h2>'
+        "<p>Ops on either side of a Dynamo graph break are compiled in different "
+        "graphs, so they never share a kernel.</p>"
+        f'<ol class="graph-breaks">{"".join(items)}</ol></section>'
+    )
