@@ -151,9 +151,11 @@ def _is_extern(kind: object) -> bool:
 
 
 def _kernel_counts(graph: dict[str, Any]) -> tuple[int, int]:
-    kernels = graph.get("kernels") or []
-    extern = sum(1 for k in kernels if _is_extern(k.get("kind")))
-    return len(kernels) - extern, extern
+    """(generated, extern) kernels as the output code has them: a generated
+    function holding several loop nests (C++) counts once, as in the log."""
+    groups = kernel_groups(graph)
+    extern = sum(1 for g in groups if _is_extern(g["records"][0].get("kind")))
+    return len(groups) - extern, extern
 
 
 def _format_value(value: object) -> str:
@@ -417,16 +419,12 @@ def _graph_section(
     generated, extern = _kernel_counts(graph)
     bounds = graph.get("boundaries") or []
     groups = kernel_groups(graph)
-    functions = len(groups)
+    records = len(graph.get("kernels") or [])
     summary = (
         f"graph {esc(cid)} <span class=dim>({esc(graph.get('device', ''))})</span>: "
         f"{len(computing)} ops \u2192 {generated + extern} kernels "
         f"<span class=dim>({generated} generated, {extern} extern"
-        + (
-            f"; {functions} rows: one per generated function"
-            if functions != generated + extern
-            else ""
-        )
+        + (f"; {records} loop nests and calls" if records != generated + extern else "")
         + ")</span>, "
         f"{len(bounds)} boundar{'y' if len(bounds) == 1 else 'ies'}"
     )

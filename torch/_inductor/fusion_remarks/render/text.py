@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..model import GraphBreak
+from .common import kernel_groups
 
 
 def _short_source(source: str | None) -> str:
@@ -60,21 +61,6 @@ def _loop_nest(
     return "; ".join(parts) or "-"
 
 
-def _kernel_groups(kernels: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Kernel records grouped by the generated function that holds them (the
-    C++ backend writes several loop nests into one function), in order."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for kernel in kernels:
-        function = kernel.get("function")
-        key = (
-            f"function {function}"
-            if function and kernel["kind"] not in _EXTERN_KINDS
-            else f"record {kernel['name']}"
-        )
-        groups.setdefault(key, []).append(kernel)
-    return list(groups.values())
-
-
 def render_graph(graph: dict[str, Any]) -> str:
     """The readable per-graph summary (the ``fusion`` log prints this).
 
@@ -84,7 +70,7 @@ def render_graph(graph: dict[str, Any]) -> str:
     ops = {op["name"]: op for op in graph["ops"]}
     order = {op["name"]: i for i, op in enumerate(graph["ops"])}
     computing = [op for op in graph["ops"] if op["computes"]]
-    groups = _kernel_groups(graph["kernels"])
+    groups = [g["records"] for g in kernel_groups(graph)]
     calls = sum(1 for g in groups if g[0]["kind"] in _EXTERN_KINDS)
     replayed = (
         f", replayed from the FX graph cache (compiled as {graph.get('compiled_as')})"
