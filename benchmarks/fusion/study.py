@@ -263,10 +263,14 @@ def summarize(data: dict[str, Any]) -> dict[str, Any]:
     for brk in breaks:
         count(brk.get("reason", "graph_break"), brk.get("category", "legality"))
     computing = [op for g in graphs for op in g["ops"] if op["computes"]]
-    kernels = [k for g in graphs for k in g["kernels"]]
+    from torch._inductor.fusion_remarks.analysis import coverage_violations
+    from torch._inductor.fusion_remarks.render.common import kernel_groups
+
+    # kernels as the output code has them: one per generated function (a C++
+    # function holding several loop nests counts once) and one per extern call
+    kernels = [grp["records"][0] for g in graphs for grp in kernel_groups(g)]
     unfused = sum(_unfused_ops(g) for g in graphs)
     extern = sum(k["kind"] in ("extern", "fallback") for k in kernels)
-    from torch._inductor.fusion_remarks.analysis import coverage_violations
 
     return {
         "graphs": len(graphs),
