@@ -838,12 +838,32 @@ def _git(cmd: list[str]) -> None:
 
 def pth_line(overlay: Path) -> str:
     """The .pth line that puts ``overlay`` first on sys.path, ahead of
-    PYTHONPATH; FUSION_FORK_DISABLE=1 turns it off (stock torch in the same
-    virtualenv, to compare)."""
-    return (
-        "import os, sys; os.environ.get('FUSION_FORK_DISABLE') or "
-        f"sys.path.insert(0, {str(overlay)!r})\n"
+    PYTHONPATH, unless FUSION_FORK_DISABLE is 1 or true (stock torch in the
+    same virtualenv, to compare; importing a fork module then says why).
+
+    The line loads the fork's switch parser from the overlay by its path
+    (``torch/_inductor/fusion_switches.py``, which imports no torch; through
+    its loader rather than ``importlib.util``, which would cost every start
+    of Python some milliseconds) and calls its ``activate``.  Whatever goes
+    wrong there (an overlay removed, say) is one line on stderr and stock
+    torch, never a broken interpreter start; a bad FUSION_FORK_DISABLE
+    leaves the fork on, so that importing ``torch._inductor.config`` names
+    it, as it does every switch.
+    """
+    switches = overlay / "torch" / "_inductor" / "fusion_switches.py"
+    code = (
+        "try:\n"
+        " from importlib.machinery import SourceFileLoader\n"
+        " m = type(sys)('_fusion_fork_switches')\n"
+        f" m.__file__ = {str(switches)!r}\n"
+        " SourceFileLoader(m.__name__, m.__file__).exec_module(m)\n"
+        f" m.activate({str(overlay)!r})\n"
+        "except Exception as e:\n"
+        " sys.stderr.write('fusion fork: not activated, stock torch (%s: %s); '\n"
+        "  'rebuild it with tools/fork.py build\\n' % (type(e).__name__, e))\n"
     )
+    # exec in a namespace of its own: site.py runs .pth lines inside its code
+    return f"import sys; exec({code!r}, {{'sys': sys}})\n"
 
 
 def activate(fork: Fork) -> Path:

@@ -248,11 +248,22 @@ class TestFusionOnly(TestCase):
             [sys.executable, "-c", script], env=env, capture_output=True, text=True
         )
         self.assertNotEqual(result.returncode, 0)
-        self.assertIn(
-            "torch._inductor.config.fusion_only must be a bool "
-            "(from TORCHINDUCTOR_FUSION_ONLY: 0 or 1), got 'yes'",
-            result.stderr,
+        # stopped when the config is imported, by one line naming the variable
+        # (test_fusion_switches.py tests every switch)
+        self.assertEqual(
+            result.stderr.splitlines()[-1],
+            "ValueError: TORCHINDUCTOR_FUSION_ONLY='yes' is not a boolean: "
+            "use 0, 1, true or false (any case), or leave it empty or unset",
         )
+        self.assertNotIn("BackendCompilerFailed", result.stderr)
+
+    def test_bad_value_set_in_code_is_a_clear_error(self):
+        torch._dynamo.reset()
+        with torch._inductor.config.patch(fusion_only="yes"):
+            with self.assertRaisesRegex(
+                Exception, r"config\.fusion_only must be a bool, got 'yes'"
+            ):
+                torch.compile(sin_plus_cos)(torch.randn(4))
 
 
 def config_value(option):

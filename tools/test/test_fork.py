@@ -30,6 +30,7 @@ import fork  # noqa: E402
 import patchset  # noqa: E402
 
 
+SWITCHES = TOOLS.parent / "torch" / "_inductor" / "fusion_switches.py"
 SCHEDULER = "".join(f"# line {i}\n" for i in range(1, 41))
 
 
@@ -146,6 +147,8 @@ class TestBuild(FakeForkTestCase):
         # `run` must still run the overlay it built.
         stale = Path(self._tmp.name) / "stale"
         write(stale / "torch" / "__init__.py", "def hook():\n    return 'stale'\n")
+        (stale / "torch" / "_inductor").mkdir()
+        (stale / "torch" / "_inductor" / "fusion_switches.py").symlink_to(SWITCHES)
         answer = Path(self._tmp.name) / "answer"
         probe = (
             fork.pth_line(stale).strip()
@@ -156,6 +159,100 @@ class TestBuild(FakeForkTestCase):
         )
         self.assertEqual(code, 0, out)
         self.assertEqual(answer.read_text(), "fork")
+
+    def pth(self, probe: str, **env: str) -> subprocess.CompletedProcess:
+        """Run ``probe`` after the .pth line of this test's overlay, with the
+        fake installed torch as the stock one."""
+        link = self.repo / "torch/_inductor/fusion_switches.py"
+        if not link.exists():
+            link.symlink_to(SWITCHES)
+            self.assertEqual(self.cli("build")[0], 0)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-S",
+                "-c",
+                fork.pth_line(self.overlay).strip() + "; " + probe,
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(self.site), **env},
+            cwd=self._tmp.name,
+        )
+
+    def test_pth_disable_switch_spellings(self) -> None:
+        probe = "import torch; print(torch.hook())"
+        for value, expected in [
+            ("", "fork"),
+            ("0", "fork"),
+            ("false", "fork"),
+            ("FALSE", "fork"),
+            ("1", "stock"),
+            ("true", "stock"),
+            ("True", "stock"),
+        ]:
+            with self.subTest(value=value):
+                result = self.pth(probe, FUSION_FORK_DISABLE=value)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(result.stdout.split(), [expected])
+                self.assertEqual(result.stderr, "")
+
+    def test_pth_disabled_fork_module_import_says_why(self) -> None:
+        result = self.pth(
+            "import torch._inductor.fusion_remarks", FUSION_FORK_DISABLE="1"
+        )
+        self.assertNotEqual(result.returncode, 0)
+        self.assertEqual(
+            result.stderr.splitlines()[-1],
+            "ImportError: torch._inductor.fusion_remarks is part of the fusion "
+            "fork, which is off in this process: FUSION_FORK_DISABLE='1' "
+            "(unset it or set it to 0 to use the fork)",
+        )
+
+    def test_pth_disabled_leaves_pythonpath_overlay_alone(self) -> None:
+        # `tools/fork.py run`: FUSION_FORK_DISABLE=1 and the overlay on PYTHONPATH
+        result = self.pth(
+            "import torch._inductor.fusion_remarks as r; print(r.REMARKS)",
+            FUSION_FORK_DISABLE="1",
+            PYTHONPATH=f"{self.overlay}{os.pathsep}{self.site}",
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["1"])
+
+    def test_pth_bad_disable_value_leaves_the_fork_on(self) -> None:
+        # Python starts; the fork's config import names the value (see
+        # test/inductor/test_fusion_switches.py)
+        result = self.pth(
+            "import torch; print(torch.hook())", FUSION_FORK_DISABLE="maybe"
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["fork"])
+        self.assertEqual(result.stderr, "")
+
+    def test_pth_broken_overlay_is_one_line_and_stock_torch(self) -> None:
+        missing = Path(self._tmp.name) / "removed-overlay"
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-S",
+                "-c",
+                fork.pth_line(missing).strip() + "; import torch; print(torch.hook())",
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(self.site)},
+            cwd=self._tmp.name,
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["stock"])
+        lines = result.stderr.splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertRegex(
+            lines[0],
+            r"^fusion fork: not activated, stock torch \(FileNotFoundError: .*"
+            r"removed-overlay/torch/_inductor/fusion_switches\.py'\); "
+            r"rebuild it with tools/fork\.py build$",
+        )
 
     def test_rebuild_is_idempotent(self) -> None:
         self.assertEqual(self.cli("build")[0], 0)
@@ -514,6 +611,85 @@ class TestReleaseLists(unittest.TestCase):
             pins = (repo / f"requirements/torch-{release}.txt").read_text()
             self.assertIn(f"torch=={release}\n", pins)
             self.assertTrue((repo / "patches" / release / "torch").is_dir())
+
+
+def activated_overlay() -> str | None:
+    """The overlay this virtualenv's .pth (``make develop``) activates."""
+    import re
+    import sysconfig
+
+    pth = Path(sysconfig.get_paths()["purelib"]) / fork.PTH_NAME
+    if sys.prefix == sys.base_prefix or not pth.exists():
+        return None
+    found = re.search(r"m\.activate\((['\"])(.+?)\1\)", pth.read_text())
+    return found.group(2) if found else None
+
+
+@unittest.skipUnless(activated_overlay(), "needs a virtualenv set up by make develop")
+class TestActivatedVirtualenv(unittest.TestCase):
+    """FUSION_FORK_DISABLE in this virtualenv's Python, through its real .pth."""
+
+    def python(self, code: str, value: str) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env={**env, "FUSION_FORK_DISABLE": value},
+            cwd=tempfile.gettempdir(),
+        )
+
+    def test_zero_keeps_the_fork(self) -> None:
+        code = "import torch, torch._inductor.fusion_switches; print(torch.__file__)"
+        for value in ("0", "false", ""):
+            with self.subTest(value=value):
+                result = self.python(code, value)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertTrue(
+                    result.stdout.strip().startswith(str(activated_overlay())),
+                    result.stdout,
+                )
+
+    def test_one_gives_stock_torch_and_says_so_on_fork_imports(self) -> None:
+        code = textwrap.dedent(
+            """
+            import importlib, os, torch
+            assert not os.path.exists(
+                os.path.join(os.path.dirname(torch.__file__), "_fork.py")
+            ), torch.__file__
+            import torch._inductor.config  # stock: imports fine
+            import importlib.util as u
+            spec = u.spec_from_file_location("switches", SWITCHES)
+            switches = u.module_from_spec(spec)
+            spec.loader.exec_module(switches)
+            print(len(switches.FORK_MODULES))
+            for name in switches.FORK_MODULES:
+                try:
+                    importlib.import_module(name)
+                except ImportError as e:
+                    print(e)
+            """
+        ).replace("SWITCHES", repr(str(SWITCHES)))
+        result = self.python(code, "1")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        count, *lines = result.stdout.splitlines()
+        self.assertEqual(len(lines), int(count), result.stdout)
+        self.assertGreaterEqual(len(lines), 10)
+        for line in lines:
+            self.assertRegex(
+                line,
+                r"^torch\.[\w.]+ is part of the fusion fork, which is off in this "
+                r"process: FUSION_FORK_DISABLE='1' \(unset it or set it to 0 to "
+                r"use the fork\)$",
+            )
+        # the line users write: a from-import is not swallowed as "cannot import name"
+        result = self.python("from torch._inductor import fusion_report", "1")
+        self.assertEqual(
+            result.stderr.splitlines()[-1],
+            "ImportError: torch._inductor.fusion_report is part of the fusion fork, "
+            "which is off in this process: FUSION_FORK_DISABLE='1' (unset it or "
+            "set it to 0 to use the fork)",
+        )
 
 
 class TestRealTorch(unittest.TestCase):

@@ -377,13 +377,11 @@ _warned: set[tuple[str, str, str]] = set()
 
 
 def _switch(name: str) -> bool:
+    # The environment's value was checked when the config was imported
+    # (fusion_switches); this catches a non-bool set from code.
     value = getattr(torch._inductor.config, name)
     if not isinstance(value, bool):
-        env = f"TORCHINDUCTOR_{name.upper()}"
-        raise ValueError(
-            f"torch._inductor.config.{name} must be a bool (from {env}: 0 or 1), "
-            f"got {value!r}"
-        )
+        raise ValueError(f"torch._inductor.config.{name} must be a bool, got {value!r}")
     return value
 
 
@@ -415,7 +413,8 @@ def pending() -> bool:
     """Whether a switch is on and ``compile_held_off`` has not applied it yet.
 
     Called at the top of ``compile_fx``; also validates the switches, so that a
-    bad value (``TORCHINDUCTOR_FUSION_ONLY=yes``) fails loudly, not silently.
+    bad value set from code (``config.fusion_only = "yes"``) fails loudly, not
+    silently (a bad environment value stops the config's import).
     """
     return bool(held_options()) and not getattr(_applying, "active", False)
 

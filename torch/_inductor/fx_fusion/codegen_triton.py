@@ -510,7 +510,13 @@ def _np_elementwise(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+    # TRITON_INTERPRET is Triton's variable: read as Triton reads it (which
+    # takes "true" and "on" too), not by the fork's switch parser.
+    try:
+        from triton import knobs
+    except ImportError:
+        return os.environ.get("TRITON_INTERPRET", "0") == "1"
+    return bool(knobs.runtime.interpret)
 
 
 @functools.cache

@@ -1,0 +1,230 @@
+# Owner(s): ["module: inductor"]
+"""The fork's environment switches (torch/_inductor/fusion_switches.py): one
+parser, checked when ``torch._inductor.config`` is imported."""
+
+import importlib.util
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import unittest
+from unittest import mock
+
+import torch._inductor.config as config
+from torch._inductor import fusion_switches
+from torch._inductor.test_case import run_tests, TestCase
+
+
+BOOLS = [
+    name for name in fusion_switches.BOOL_SWITCHES if name.startswith("TORCHINDUCTOR_")
+]
+CONFIG_OF = {
+    name: target.rsplit(".", 1)[1]
+    for name, target in fusion_switches.BOOL_SWITCHES.items()
+    if target.startswith("torch._inductor.config.")
+}
+SPELLINGS = [
+    ("1", True),
+    ("true", True),
+    ("TRUE", True),
+    ("True", True),
+    (" 1 ", True),
+    ("0", False),
+    ("false", False),
+    ("FALSE", False),
+    ("False", False),
+]
+
+
+def clean_env(**changes):
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in fusion_switches.BOOL_SWITCHES
+        and k not in fusion_switches.INT_SWITCHES
+    }
+    return {**env, **changes}
+
+
+def python(code, **env):
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env=clean_env(**env),
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+    )
+
+
+class TestParser(TestCase):
+    def test_every_bool_switch_is_a_config_option_or_the_fork_switch(self):
+        self.assertEqual(
+            sorted(CONFIG_OF),
+            [
+                "TORCHINDUCTOR_FUSION_ONLY",
+                "TORCHINDUCTOR_LAUNCH_BOUND_COMBO_KERNELS",
+                "TORCHINDUCTOR_NO_FUSION",
+            ],
+        )
+        self.assertIn("FUSION_FORK_DISABLE", fusion_switches.BOOL_SWITCHES)
+        for option in CONFIG_OF.values():
+            self.assertIs(type(getattr(config, option)), bool)
+
+    def test_accepted_spellings(self):
+        for name in fusion_switches.BOOL_SWITCHES:
+            for value, expected in SPELLINGS:
+                with self.subTest(name=name, value=value):
+                    self.assertIs(
+                        fusion_switches.env_bool(name, not expected, {name: value}),
+                        expected,
+                    )
+                    fusion_switches.check_environ({name: value})
+
+    def test_empty_or_unset_is_the_default(self):
+        for name in fusion_switches.BOOL_SWITCHES:
+            for default in (False, True):
+                self.assertIs(fusion_switches.env_bool(name, default, {}), default)
+                self.assertIs(
+                    fusion_switches.env_bool(name, default, {name: ""}), default
+                )
+
+    def test_other_values_are_one_line_errors(self):
+        for name in fusion_switches.BOOL_SWITCHES:
+            for value in ("maybe", "yes", "on", "2", "-1", "t", "0 1"):
+                with self.subTest(name=name, value=value):
+                    with self.assertRaises(ValueError) as caught:
+                        fusion_switches.check_environ({name: value})
+                    self.assertEqual(
+                        str(caught.exception),
+                        f"{name}={value!r} is not a boolean: use 0, 1, true or "
+                        "false (any case), or leave it empty or unset",
+                    )
+
+    def test_integer_switch(self):
+        name = "TORCHINDUCTOR_LAUNCH_BOUND_COMBO_MAX_BYTES"
+        self.assertEqual(fusion_switches.env_int(name, 7, {name: "12345"}), 12345)
+        self.assertEqual(fusion_switches.env_int(name, 7, {name: "0"}), 0)
+        self.assertEqual(fusion_switches.env_int(name, 7, {name: ""}), 7)
+        self.assertEqual(fusion_switches.env_int(name, 7, {}), 7)
+        for value in ("4MB", "1.5", "-1", "0x10", "true"):
+            with self.subTest(value=value):
+                with self.assertRaises(ValueError) as caught:
+                    fusion_switches.check_environ({name: value})
+                self.assertEqual(
+                    str(caught.exception),
+                    f"{name}={value!r} is not an integer >= 0: use a whole number "
+                    "such as 4194304, or leave it empty or unset",
+                )
+
+    def test_fork_modules_cover_the_forks_new_modules(self):
+        # every Python file the fork adds under torch/ (the repository's
+        # torch/ tree, which the overlay links) is one FORK_MODULES names
+        repo_torch = pathlib.Path(fusion_switches.__file__).resolve().parents[1]
+        found = set()
+        for path in repo_torch.rglob("*.py"):
+            parts = path.relative_to(repo_torch.parent).with_suffix("").parts
+            found.add(".".join(p for p in parts if p != "__init__"))
+        self.assertIn("torch._inductor.fusion_remarks.hooks", found)
+        for name in sorted(found):
+            self.assertTrue(
+                any(
+                    name == m or name.startswith(m + ".")
+                    for m in fusion_switches.FORK_MODULES
+                ),
+                name,
+            )
+        for m in fusion_switches.FORK_MODULES:
+            self.assertIn(m, found)
+
+    def test_no_torch_import(self):
+        # the .pth loads the parser before torch can be imported
+        code = (
+            "import sys, importlib.util as u;"
+            f"s = u.spec_from_file_location('s', {fusion_switches.__file__!r});"
+            "m = u.module_from_spec(s); s.loader.exec_module(m);"
+            "print(sorted(k for k in sys.modules if k.split('.')[0] == 'torch'))"
+        )
+        result = subprocess.run(
+            [sys.executable, "-S", "-c", code], capture_output=True, text=True
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.strip(), "[]")
+
+    @unittest.skipUnless(importlib.util.find_spec("triton"), "needs triton")
+    def test_triton_interpret_is_read_as_triton_reads_it(self):
+        # TRITON_INTERPRET is Triton's own variable, not one of the fork's
+        # switches: the FX fusion arm must agree with Triton on every spelling
+        from torch._inductor.fx_fusion.codegen_triton import _interpreting
+
+        for value, expected in (("1", True), ("true", True), ("0", False), ("", False)):
+            with self.subTest(value=value):
+                with mock.patch.dict(os.environ, {"TRITON_INTERPRET": value}):
+                    self.assertIs(_interpreting(), expected)
+
+
+class TestConfigImport(TestCase):
+    def test_env_values_reach_the_config(self):
+        code = (
+            "import torch._inductor.config as c;"
+            f"print(*(getattr(c, o) for o in {sorted(set(CONFIG_OF.values()))!r}),"
+            " c.launch_bound_combo_max_bytes)"
+        )
+        for value, expected in (("True", "True"), ("false", "False"), ("", "False")):
+            with self.subTest(value=value):
+                result = python(
+                    code,
+                    **dict.fromkeys(CONFIG_OF, value),
+                    TORCHINDUCTOR_LAUNCH_BOUND_COMBO_MAX_BYTES="12345",
+                )
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(
+                    result.stdout.split(), [expected] * len(CONFIG_OF) + ["12345"]
+                )
+
+    def test_patch_wins_over_the_environment(self):
+        # the environment sets the default; config.patch() still decides
+        code = (
+            "import torch._inductor.config as c\n"
+            "with c.patch(fusion_only=True): print(c.fusion_only)\n"
+            "print(c.fusion_only)\n"
+        )
+        result = python(code, TORCHINDUCTOR_FUSION_ONLY="0")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["True", "False"])
+        with config.patch(fusion_only=True):
+            self.assertTrue(config.fusion_only)
+
+    def test_bad_value_stops_the_config_import_in_one_line(self):
+        for name, value, kind in [
+            *((name, "maybe", "a boolean") for name in BOOLS),
+            ("FUSION_FORK_DISABLE", "maybe", "a boolean"),
+            ("TORCHINDUCTOR_LAUNCH_BOUND_COMBO_MAX_BYTES", "4MB", "an integer >= 0"),
+        ]:
+            with self.subTest(name=name):
+                result = python("import torch._inductor.config", **{name: value})
+                self.assertNotEqual(result.returncode, 0)
+                last = result.stderr.splitlines()[-1]
+                self.assertTrue(
+                    last.startswith(f"ValueError: {name}={value!r} is not {kind}: "),
+                    result.stderr,
+                )
+                self.assertIn("or leave it empty or unset", last)
+
+    def test_bad_value_fails_before_any_compile(self):
+        result = python(
+            "import torch; torch.compile(lambda x: x.sin())(torch.randn(4))",
+            TORCHINDUCTOR_LAUNCH_BOUND_COMBO_KERNELS="maybe",
+        )
+        self.assertNotEqual(result.returncode, 0)
+        self.assertEqual(
+            result.stderr.splitlines()[-1],
+            "ValueError: TORCHINDUCTOR_LAUNCH_BOUND_COMBO_KERNELS='maybe' is not "
+            "a boolean: use 0, 1, true or false (any case), or leave it empty or "
+            "unset",
+        )
+        self.assertNotIn("BackendCompilerFailed", result.stderr)
+
+
+if __name__ == "__main__":
+    run_tests()

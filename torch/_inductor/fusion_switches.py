@@ -1,0 +1,201 @@
+"""The fusion fork's environment switches, read by one parser.
+
+Every environment variable the fork reads as a switch is listed here:
+
+* booleans (:data:`BOOL_SWITCHES`) take ``0``, ``1``, ``true`` or ``false``
+  in any case; empty or unset means the default;
+* integers (:data:`INT_SWITCHES`) take a whole number; empty or unset means
+  the default.
+
+Any other value is an error, raised as a ``ValueError`` whose message is one
+line naming the variable, the value and what is accepted.
+``torch._inductor.config`` calls :func:`check_environ` when it is imported, so
+a bad value stops the first import, not a compile.
+
+``FUSION_FORK_DISABLE`` turns the whole fork off.  The fork's ``.pth`` line
+(``tools/fork.py``'s ``pth_line``) loads this file by its path, before torch
+can be imported, and calls :func:`activate`; this module therefore imports
+nothing from torch, and nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+# Read at every interpreter start of the fork's virtualenv (the .pth): no
+# import beyond what Python has already loaded by then.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+
+__all__ = [
+    "BOOL_SWITCHES",
+    "FORK_DISABLE",
+    "FORK_MODULES",
+    "INT_SWITCHES",
+    "ForkDisabledFinder",
+    "activate",
+    "check_environ",
+    "env_bool",
+    "env_int",
+    "fork_disabled",
+    "parse_bool",
+    "parse_int",
+]
+
+FORK_DISABLE = "FUSION_FORK_DISABLE"
+
+# variable -> what it switches (for the docs and the tests)
+BOOL_SWITCHES: dict[str, str] = {
+    "TORCHINDUCTOR_FUSION_ONLY": "torch._inductor.config.fusion_only",
+    "TORCHINDUCTOR_NO_FUSION": "torch._inductor.config.no_fusion",
+    "TORCHINDUCTOR_LAUNCH_BOUND_COMBO_KERNELS": (
+        "torch._inductor.config.launch_bound_combo_kernels"
+    ),
+    FORK_DISABLE: "the fusion fork itself (1: stock torch)",
+}
+
+# variable -> (what it sets, lowest accepted value)
+INT_SWITCHES: dict[str, tuple[str, int]] = {
+    "TORCHINDUCTOR_LAUNCH_BOUND_COMBO_MAX_BYTES": (
+        "torch._inductor.config.launch_bound_combo_max_bytes",
+        0,
+    ),
+}
+
+# The modules (and packages) the fork adds to torch: with the fork off, an
+# import of one of them says so (ForkDisabledFinder).
+FORK_MODULES: tuple[str, ...] = (
+    "torch._fork",
+    "torch._dynamo.backends.fx_fusion",
+    "torch._inductor.fusion_ablation",
+    "torch._inductor.fusion_ablation_options",
+    "torch._inductor.fusion_remarks",
+    "torch._inductor.fusion_report",
+    "torch._inductor.fusion_switches",
+    "torch._inductor.fx_fusion",
+    "torch._inductor.launch_bound_combo",
+    "torch._inductor.release_compat",
+)
+
+_TRUE = ("1", "true")
+_FALSE = ("0", "false")
+_ACCEPTED_BOOL = "use 0, 1, true or false (any case), or leave it empty or unset"
+
+
+def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if environ is None else environ
+
+
+def parse_bool(name: str, value: str | None) -> bool | None:
+    """``value`` of the variable ``name`` as a bool; None if empty or unset."""
+    if value is None or not value.strip():
+        return None
+    word = value.strip().lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    raise ValueError(f"{name}={value!r} is not a boolean: {_ACCEPTED_BOOL}")
+
+
+def parse_int(name: str, value: str | None, lowest: int = 0) -> int | None:
+    """``value`` of the variable ``name`` as an int >= ``lowest``; None if
+    empty or unset."""
+    if value is None or not value.strip():
+        return None
+    try:
+        number: int | None = int(value.strip())
+    except ValueError:
+        number = None
+    if number is None or number < lowest:
+        raise ValueError(
+            f"{name}={value!r} is not an integer >= {lowest}: use a whole number "
+            "such as 4194304, or leave it empty or unset"
+        )
+    return number
+
+
+def env_bool(
+    name: str, default: bool = False, environ: Mapping[str, str] | None = None
+) -> bool:
+    """The boolean switch ``name`` from the environment, or ``default``."""
+    value = parse_bool(name, _environ(environ).get(name))
+    return default if value is None else value
+
+
+def env_int(name: str, default: int, environ: Mapping[str, str] | None = None) -> int:
+    """The integer switch ``name`` from the environment, or ``default``."""
+    lowest = INT_SWITCHES[name][1] if name in INT_SWITCHES else 0
+    value = parse_int(name, _environ(environ).get(name), lowest)
+    return default if value is None else value
+
+
+def check_environ(environ: Mapping[str, str] | None = None) -> None:
+    """Raise a one-line ValueError for the first switch with a bad value."""
+    env = _environ(environ)
+    try:
+        for name in BOOL_SWITCHES:
+            parse_bool(name, env.get(name))
+        for name, (_, lowest) in INT_SWITCHES.items():
+            parse_int(name, env.get(name), lowest)
+    except ValueError as e:
+        # raised again here, so that the traceback under the message is short
+        raise ValueError(str(e)) from None
+
+
+def fork_disabled(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``FUSION_FORK_DISABLE`` turns the fork off (ValueError if bad)."""
+    return env_bool(FORK_DISABLE, False, environ)
+
+
+class ForkDisabledFinder:
+    """The last entry of ``sys.meta_path`` while the fork is off: asked only
+    for modules no other finder found, it turns a missing fork module into an
+    ImportError that says why (a ``PYTHONPATH`` overlay, as ``tools/fork.py
+    run`` sets, is found first and wins).  A plain ImportError, not
+    ModuleNotFoundError, which ``from torch._inductor import fusion_report``
+    would turn into "cannot import name"; ``importlib.util.find_spec`` of a
+    fork module raises it too, rather than return None."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        if any(fullname == m or fullname.startswith(m + ".") for m in FORK_MODULES):
+            raise ImportError(
+                f"{fullname} is part of the fusion fork, which is off in this "
+                f"process: {FORK_DISABLE}={self.value!r} (unset it or set it to 0 "
+                "to use the fork)",
+                name=fullname,
+            )
+        return None
+
+    def invalidate_caches(self) -> None:
+        pass
+
+
+def activate(overlay: str, environ: Mapping[str, str] | None = None) -> None:
+    """What the fork's ``.pth`` line does at interpreter start.
+
+    Fork on (``FUSION_FORK_DISABLE`` unset, empty, 0 or false): the overlay
+    goes first on ``sys.path``.  Off (1 or true): stock torch, and importing a
+    fork module raises an ImportError naming the variable.  A bad value leaves
+    the fork on, so that importing ``torch._inductor.config`` stops with the
+    one-line error every switch gives; Python itself still starts.
+    """
+    env = _environ(environ)
+    try:
+        off = fork_disabled(env)
+    except ValueError:
+        off = False
+    if off:
+        # (by name: the .pth loads this file under a name of its own)
+        if not any(type(f).__name__ == "ForkDisabledFinder" for f in sys.meta_path):
+            sys.meta_path.append(ForkDisabledFinder(env.get(FORK_DISABLE, "")))
+    else:
+        sys.path.insert(0, overlay)
