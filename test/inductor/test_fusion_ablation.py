@@ -462,15 +462,13 @@ class TestAblationLog(LoggingTestCase):
         self.assertExpectedInline(
             summary.replace(f"test_fusion_ablation.py:{line}", "<sin_plus_cos>"),
             """\
-graph 0/0 (cpu): 3 ops -> 3 kernels (3 generated, 0 extern)
-  kernel op0 = cpp_fused_add_cos_sin_0 (cpp, alone): sin  [<sin_plus_cos>]
-  kernel op1 = cpp_fused_add_cos_sin_0 (cpp, alone): cos  [<sin_plus_cos>]
-  kernel op2 = cpp_fused_add_cos_sin_0 (cpp, alone): add  [<sin_plus_cos>]
+graph 0/0 (cpu): 3 ops -> 1 kernel (1 generated, 0 extern)
+  cpp_fused_add_cos_sin_0 (cpp, one function of 3 loop nests, not fused with each other): [op0] sin | [op1] cos | [op2] add  [<sin_plus_cos>]
   held off by config.no_fusion: epilogue_fusion=False, prologue_fusion=False, combo_kernels=False, benchmark_epilogue_fusion=False, triton.mix_order_reduction=False
   3 boundaries:
-    sin -> add: no_fusion (config, scheduler) [<sin_plus_cos> / <sin_plus_cos>]: op0 + op2: fusion is off (config.no_fusion)
-    cos -> add: no_fusion (config, scheduler) [<sin_plus_cos> / <sin_plus_cos>]: op1 + op2: fusion is off (config.no_fusion)
-    sin || cos: no_fusion (config, scheduler) [<sin_plus_cos> / <sin_plus_cos>]: op0 + op1: fusion is off (config.no_fusion)""",
+    sin -> add: no_fusion (config, scheduler) [<sin_plus_cos>]: op0 + op2: fusion is off (config.no_fusion)
+    cos -> add: no_fusion (config, scheduler) [<sin_plus_cos>]: op1 + op2: fusion is off (config.no_fusion)
+    sin || cos: no_fusion (config, scheduler) [<sin_plus_cos>]: op0 + op1: fusion is off (config.no_fusion)""",
         )
 
 
