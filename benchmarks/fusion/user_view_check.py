@@ -45,15 +45,18 @@ def check(name: str, device: str) -> dict[str, Any]:
     model, inputs = build(name, device, "ci")
     with compile_config(name), torch.no_grad(), fusion_report.capture() as rep:
         _, codes = run_and_get_code(torch.compile(model), *inputs)
-    defined = set()
-    for code in codes:
-        defined |= set(_TRITON_DEF.findall(code)) | set(_CPP_DEF.findall(code))
+    # (graph, function): each graph's output code names its kernels anew
+    defined = {
+        (i, f)
+        for i, code in enumerate(codes)
+        for f in _TRITON_DEF.findall(code) + _CPP_DEF.findall(code)
+    }
     data = rep.to_json()
-    reported: set[str] = set()
+    reported: set[tuple[int, str]] = set()
     missing_source: list[str] = []
     externs = 0
     groups = 0
-    for graph in data["graphs"]:
+    for i, graph in enumerate(data["graphs"]):
         for group in kernel_groups(graph):
             groups += 1
             kind = group["records"][0]["kind"]
@@ -61,7 +64,7 @@ def check(name: str, device: str) -> dict[str, Any]:
                 externs += 1
                 continue
             if group["function"]:
-                reported.add(group["function"])
+                reported.add((i, group["function"]))
                 if group["function"] not in graph.get("kernel_sources", {}):
                     missing_source.append(group["function"])
     headers = [
@@ -76,8 +79,8 @@ def check(name: str, device: str) -> dict[str, Any]:
         "graphs": len(data["graphs"]),
         "functions_in_code": len(defined),
         "functions_reported": len(reported),
-        "only_in_code": sorted(defined - reported),
-        "only_in_report": sorted(reported - defined),
+        "only_in_code": sorted(f"{i}:{f}" for i, f in defined - reported),
+        "only_in_report": sorted(f"{i}:{f}" for i, f in reported - defined),
         "extern_calls": externs,
         "summary_kernels": said,
         "summary_agrees": said == groups and said == len(defined) + externs,
