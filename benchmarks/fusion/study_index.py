@@ -101,7 +101,7 @@ INDEX_COLUMNS = (
     (
         "speed-up",
         "eager ms / compiled ms: above 1 compiled is faster; below 1 "
-        "compiled is slower (flagged, see the note under the table)",
+        "compiled is slower (flagged, see the note above the table)",
     ),
     (
         "launches",
