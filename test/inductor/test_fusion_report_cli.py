@@ -283,7 +283,9 @@ class TestFusionReportCli(TestCase):
                 self.assertNotEqual(c.reasons[0], "no_fusion")
         self.assertEqual(g.same + g.count("changed"), len(ga["boundaries"]))
         (gen_a, ext_a), (gen_b, ext_b) = g.kernels("a"), g.kernels("b")
-        self.assertGreater(gen_b, gen_a)
+        # on the CPU the loop nests split; the C++ functions holding them need not
+        self.assertGreater(g.loop_nests("b"), g.loop_nests("a"))
+        self.assertGreaterEqual(gen_b, gen_a)
         self.assertEqual(ext_b, ext_a)
 
         # The command line prints the same, and writes a page with -o.
@@ -341,7 +343,8 @@ class TestFusionReportCli(TestCase):
             self.assertEqual(c.a_ends, c.b_ends)
             self.assertNotEqual(*c.reasons)
         # ... and without layout optimization there are no layout copies.
-        self.assertLess(sum(g.kernels("b")), sum(g.kernels("a")))
+        self.assertLess(g.loop_nests("b"), g.loop_nests("a"))
+        self.assertLessEqual(sum(g.kernels("b")), sum(g.kernels("a")))
         self.assertFalse(d.empty)
         text = render_diff.render_text(d)
         ka, kb = sum(g.kernels("a")), sum(g.kernels("b"))

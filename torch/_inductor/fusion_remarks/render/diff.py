@@ -26,7 +26,7 @@ import dataclasses
 import os
 from typing import Any, TYPE_CHECKING
 
-from .common import esc, graph_anchor, short_source, split_source
+from .common import esc, graph_anchor, kernel_groups, short_source, split_source
 
 
 if TYPE_CHECKING:
@@ -87,13 +87,29 @@ class GraphDiff:
     same: int  # boundaries matched with the same reason and source lines
 
     def kernels(self, side: str) -> tuple[int, int] | None:
-        """``(generated, extern)`` kernel counts of one side, None when absent."""
+        """``(generated, extern)`` kernel counts of one side, None when absent:
+        as the output code has them and the log counts them (a generated
+        function holding several loop nests counts once)."""
         graph = self.a if side == "a" else self.b
         if graph is None:
             return None
-        kernels = graph.get("kernels") or []
-        extern = sum(1 for k in kernels if k.get("kind") in ("extern", "fallback"))
-        return len(kernels) - extern, extern
+        groups = kernel_groups(graph)
+        extern = sum(
+            1 for g in groups if g["records"][0].get("kind") in ("extern", "fallback")
+        )
+        return len(groups) - extern, extern
+
+    def loop_nests(self, side: str) -> int | None:
+        """Generated kernel records of one side (a C++ function's loop nests
+        counted one by one), None when absent."""
+        graph = self.a if side == "a" else self.b
+        if graph is None:
+            return None
+        return sum(
+            1
+            for k in graph.get("kernels") or []
+            if k.get("kind") not in ("extern", "fallback")
+        )
 
     def count(self, status: str) -> int:
         return sum(1 for c in self.changes if c.status == status)
@@ -120,6 +136,7 @@ class CaptureDiff:
             and g.a is not None
             and g.b is not None
             and g.kernels("a") == g.kernels("b")
+            and g.loop_nests("a") == g.loop_nests("b")
             for g in self.graphs
         )
 
@@ -328,9 +345,11 @@ def _kernels_line(g: GraphDiff) -> str:
     text = f"kernels {_kernel_text(ka)} -> {_kernel_text(kb)}"
     if ka is not None and kb is not None:
         delta = sum(kb) - sum(ka)
-        text += (
-            f" ({delta:+d}; generated {ka[0]} -> {kb[0]}, extern {ka[1]} -> {kb[1]})"
-        )
+        text += f" ({delta:+d}; generated {ka[0]} -> {kb[0]}, extern {ka[1]} -> {kb[1]}"
+        la, lb = g.loop_nests("a"), g.loop_nests("b")
+        if (la, lb) != (ka[0], kb[0]):  # C++ functions holding several loop nests
+            text += f"; loop nests {la} -> {lb}"
+        text += ")"
     return text
 
 
