@@ -43,9 +43,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
-import math
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -99,6 +97,16 @@ def known_arm(arm: str) -> bool:
     return True
 
 
+# The arms whose config lets Inductor capture CUDA graphs itself
+# (``triton.cudagraphs``): fusion_only holds the option off (it is not
+# fusion), so no_opt and fusion_only cannot be timed that way.
+INDUCTOR_CUDAGRAPH_ARMS = ("no_fusion", "default")
+# Rounds of the interleaved comparison on a GPU: wall-clock and CUDA-graph
+# steps, then the profiler's kernel time.
+GPU_ROUNDS, GPU_STEPS_PER_ROUND = 5, 20
+PROFILE_ROUNDS, PROFILE_STEPS_PER_ROUND = 3, 2
+
+
 def run_model(
     name: str,
     device: str,
@@ -107,31 +115,75 @@ def run_model(
     repeats: int,
     arms,
     gpu_lock: str | None = None,
+    rounds: int | None = None,
 ):
-    """All arms of one model and mode, in this process; timings under
-    ``gpu_lock`` when given (see ``measure.exclusive_device``)."""
+    """All arms of one model and mode, in this process, compared round by round.
+
+    Every arm is compiled first (each its own ``torch.compile``, its switches
+    passed as ``options`` so the arms live side by side), checked against
+    eager, and on a GPU captured whole into a CUDA graph; then all arms are
+    timed in ``rounds`` interleaved rounds of ``repeats // rounds`` steps
+    (timings under ``gpu_lock`` when given, see ``measure.exclusive_device``).
+    Measures per arm:
+
+    * ``wall``: the step between CUDA events (``perf_counter`` on the CPU),
+      without CUDA graphs: host launch time included, host-bound at these
+      shapes and noisy;
+    * ``cuda_graph`` (GPU): the whole step (Dynamo's guards, the compiled
+      graphs and, in training, the backward) captured once with
+      ``torch.cuda.graph`` and replayed: the same method for every arm,
+      eager included;
+    * ``inductor_cudagraphs`` (GPU, arms in ``INDUCTOR_CUDAGRAPH_ARMS``): the
+      arm compiled again with ``triton.cudagraphs`` (what ``mode=
+      "reduce-overhead"`` sets), Inductor's own CUDA graphs: the check of
+      the whole-step capture where the arm allows the option;
+    * ``gpu_kernel`` (GPU): the summed kernel durations of a step in a
+      profiler trace (``measure.kernel_time_rounds``), taken after all
+      timing, since a profiler session slows the launches after it.
+    """
     import torch
-    from measure import exclusive_device, kernel_profile, matches, step_timer
+    import torch._inductor.metrics
+    from measure import (
+        capture_step,
+        interleaved_rounds,
+        kernel_time_rounds,
+        matches,
+        spread_summary,
+        step_timer,
+    )
     from models import build, compile_config, for_training, loss_of
 
     time_steps = step_timer(device)
-    rows = []
+    gpu = device == "cuda"
+    rounds = rounds or (GPU_ROUNDS if gpu else 2)
+    per_round = max(1, repeats // rounds)
+    # Every arm keeps its own compiled code, so Dynamo holds one cache entry
+    # per arm (and per Inductor CUDA-graph variant) of each frame.
+    torch._dynamo.reset()
+    torch._dynamo.config.recompile_limit = max(
+        torch._dynamo.config.recompile_limit, 4 * len(arms) + 8
+    )
     model, inputs = build(name, device, shapes)
     if train:
         inputs = for_training(model, inputs)
     with torch.no_grad():
         expected = model(*inputs)
 
-    def compiled_step(arm: str):
+    def make_step(arm: str, cudagraphs: bool = False):
         switches = arm_switches(arm)
-        torch._dynamo.reset()
-        fn = (
-            model
-            if switches is None
-            else torch.compile(model, backend=BACKENDS.get(arm, "inductor"))
-        )
+        if switches is None:
+            fn = model
+        elif arm in BACKENDS:
+            fn = torch.compile(model, backend=BACKENDS[arm])
+        else:
+            options = dict(switches)
+            if cudagraphs:
+                options["triton.cudagraphs"] = True
+            fn = torch.compile(model, options=options or None)
 
         def step(fn=fn):
+            if cudagraphs:
+                torch.compiler.cudagraph_mark_step_begin()
             if train:
                 model.zero_grad(set_to_none=True)
                 out = fn(*inputs)
@@ -140,159 +192,115 @@ def run_model(
             with torch.no_grad():
                 return fn(*inputs)
 
-        return step, switches
+        return step
 
-    for arm in arms:
-        step, switches = compiled_step(arm)
-        with torch._inductor.config.patch(switches or {}), compile_config(name):
+    def first_call(arm: str, step):
+        """Compile (forward and backward) and check the result against eager:
+        ``(compile seconds, kernels generated, (matches, max |diff|))``."""
+        kernels = torch._inductor.metrics.generated_kernel_count
+        with compile_config(name):
             start = time.perf_counter()
-            out = step()  # compiles (forward and backward)
-            if device == "cuda":
+            out = step()
+            if gpu:
                 torch.cuda.synchronize()
-            compile_s = time.perf_counter() - start if switches is not None else 0.0
-            same, max_diff = matches(out.detach() if train else out, expected)
-            with exclusive_device(gpu_lock):
-                for _ in range(10):
-                    step()
-                if device == "cuda":
-                    torch.cuda.synchronize()
-                    torch.cuda.reset_peak_memory_stats()
-                times = time_steps(step, repeats)
-                peak = torch.cuda.max_memory_allocated() if device == "cuda" else None
-        rows.append(
-            {
-                "model": name,
-                "mode": "training" if train else "inference",
-                "arm": arm,
-                "median_s": statistics.median(times),
-                "repeats": len(times),
-                "launches_per_step": None,
-                "gpu_kernel_s": None,
-                "compile_s": round(compile_s, 2),
-                "peak_bytes": peak,
-                "max_abs_diff": max_diff,
-                "matches_eager": same,
-            }
-        )
-    # Profiled only once every arm is timed: a torch.profiler session leaves
-    # the process's later launches slower (measured on the H100: the first
-    # arm timed was the fastest whatever it was), so each arm is compiled
-    # again here and profiled.
-    if device == "cuda":
-        for row in rows:
-            step, switches = compiled_step(row["arm"])
-            with torch._inductor.config.patch(switches or {}), compile_config(name):
-                for _ in range(3):
-                    step()
-                with exclusive_device(gpu_lock):
-                    profile = kernel_profile(step, device) or {}
-            row["launches_per_step"] = profile.get("launches")
-            row["gpu_kernel_s"] = profile.get("gpu_s")
-    for row in rows:
-        print(json.dumps(row), flush=True)
-    return rows
+        compile_s = time.perf_counter() - start if arm != "eager" else 0.0
+        kernels = torch._inductor.metrics.generated_kernel_count - kernels
+        return compile_s, kernels, matches(out.detach() if train else out, expected)
 
+    def compiled_graphs() -> int:
+        return torch._dynamo.utils.counters["stats"]["unique_graphs"]
 
-def write_report(json_path: Path) -> None:
-    """The Markdown table and the speed-up plot, from a results JSON."""
-    rows = json.loads(json_path.read_text())["rows"]
-    keyed = {(r["model"], r["mode"], r["arm"]): r for r in rows}
-    cases = list(dict.fromkeys((r["model"], r["mode"]) for r in rows))
-    arms = list(dict.fromkeys(r["arm"] for r in rows))
-    compiled = [a for a in arms if a != "eager"]
-    lines = [
-        "| model | mode | "
-        + " | ".join(f"{a} ms" for a in arms)
-        + " | "
-        + " | ".join(f"{a} x" for a in compiled)
-        + f" | fusion share | launches ({'/'.join(arms)}) |",
-        "|---|---|" + "---|" * (len(arms) + len(compiled) + 2),
-    ]
-    shares = []
-    for model, mode in cases:
-        get = {a: keyed.get((model, mode, a)) for a in arms}.get
-        eager = get("eager")
-        cells = [f"{get(a)['median_s'] * 1e3:.3f}" if get(a) else "-" for a in arms]
-        speedups = [
-            f"{eager['median_s'] / get(a)['median_s']:.2f}"
-            + ("" if get(a)["matches_eager"] else " (!)")
-            if eager and get(a)
-            else "-"
-            for a in compiled
-        ]
-        share = fusion_share(eager, get("fusion_only"), get("default"))
-        if share is not None:
-            shares.append(share)
-        launches = "/".join(
-            f"{get(a)['launches_per_step']:.0f}"
-            if get(a) and get(a)["launches_per_step"] is not None
-            else "-"
-            for a in arms
-        )
-        lines.append(
-            f"| {model} | {mode} | "
-            + " | ".join(cells)
-            + " | "
-            + " | ".join(speedups)
-            + f" | {'-' if share is None else f'{share:.0%}'} | {launches} |"
-        )
-    if shares:
-        lines.append("")
-        lines.append(
-            f"Fusion share of the speed-up, median over {len(shares)} cases: "
-            f"{statistics.median(shares):.0%}"
-        )
-    md = json_path.with_suffix(".md")
-    md.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    _plot(keyed, cases, compiled, json_path.with_suffix(".png"))
+    rows: dict[str, dict[str, Any]] = {}
+    wall_steps: dict[str, Any] = {}
+    graph_steps: dict[str, Any] = {}
+    for arm in arms:
+        step = make_step(arm)
+        compile_s, kernels, (same, max_diff) = first_call(arm, step)
+        wall_steps[arm] = step
+        row = rows[arm] = {
+            "model": name,
+            "mode": "training" if train else "inference",
+            "arm": arm,
+            "compile_s": round(compile_s, 2),
+            # Inductor kernels generated by this arm's compile (an arm without
+            # fusion generates more); not comparable under max-autotune.
+            "generated_kernels": kernels,
+            "max_abs_diff": max_diff,
+            "matches_eager": same,
+        }
+        if not gpu:
+            continue
+        # Peak memory of one step above what is already resident (the other
+        # arms' code, weights and graph pools).
+        torch.cuda.synchronize()
+        resident = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        step()
+        torch.cuda.synchronize()
+        row["peak_bytes"] = torch.cuda.max_memory_allocated() - resident
+        replay, out, why = capture_step(step)
+        row["cuda_graph_error"] = why
+        if replay is not None:
+            replay()
+            torch.cuda.synchronize()
+            row["cuda_graph_matches_eager"] = matches(
+                out.detach() if train else out, expected
+            )[0]
+            graph_steps[f"{arm}/cuda_graph"] = replay
+        if arm in INDUCTOR_CUDAGRAPH_ARMS:
+            step = make_step(arm, cudagraphs=True)
+            compile_s, _, (same, _) = first_call(arm, step)
+            row["inductor_cudagraphs_compile_s"] = round(compile_s, 2)
+            row["inductor_cudagraphs_matches_eager"] = same
+            graph_steps[f"{arm}/inductor_cudagraphs"] = step
 
-
-def fusion_share(eager, fusion_only, default) -> float | None:
-    """ln(speed-up of fusion alone) / ln(speed-up of default), both over eager.
-
-    1 means fusion alone reaches the default speed-up; 0 means fusion alone is
-    as fast as eager.  Undefined when the default is not faster than eager.
-    """
-    if not (eager and fusion_only and default):
-        return None
-    total = math.log(eager["median_s"] / default["median_s"])
-    if total <= 0.01:
-        return None
-    return math.log(eager["median_s"] / fusion_only["median_s"]) / total
-
-
-def _plot(keyed, cases, arms, png: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(max(8, 0.9 * len(cases)), 4.5))
-    width = 0.8 / len(arms)
-    for i, arm in enumerate(arms):
-        values = []
-        for model, mode in cases:
-            eager, row = (
-                keyed.get((model, mode, "eager")),
-                keyed.get((model, mode, arm)),
-            )
-            values.append(eager["median_s"] / row["median_s"] if eager and row else 0)
-        ax.bar([c + i * width for c in range(len(cases))], values, width, label=arm)
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xticks([c + 0.4 - width / 2 for c in range(len(cases))])
-    ax.set_xticklabels(
-        [f"{m}\n{'train' if mode == 'training' else 'infer'}" for m, mode in cases],
-        rotation=60,
-        ha="right",
-        fontsize=8,
+    for step in (*wall_steps.values(), *graph_steps.values()):
+        for _ in range(3 if gpu else 1):
+            step()
+    if gpu:
+        torch.cuda.synchronize()
+    # Every arm ran warm above: a frame evaluated during timing (a guard that
+    # failed, a cache entry evicted) would time a compile.
+    compiled_before = compiled_graphs()
+    timed = interleaved_rounds(
+        {**{f"{a}/wall": s for a, s in wall_steps.items()}, **graph_steps},
+        time_steps,
+        rounds,
+        per_round,
+        gpu_lock,
     )
-    ax.set_ylabel("speed-up over eager (median step time)")
-    ax.set_yscale("log")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(png, dpi=120)
-    print(f"wrote {png}")
+    for key, round_medians in timed.items():
+        arm, measure = key.split("/")
+        summary = spread_summary(round_medians)
+        rows[arm][f"{measure}_s"] = summary["median"]
+        rows[arm][f"{measure}_spread"] = summary["spread"]
+        rows[arm][f"{measure}_rounds"] = summary["rounds"]
+    if gpu:
+        profiled = kernel_time_rounds(
+            wall_steps, PROFILE_ROUNDS, PROFILE_STEPS_PER_ROUND, gpu_lock
+        )
+        for arm, prof in profiled.items():
+            row = rows[arm]
+            row["gpu_kernel_s"] = prof["gpu_s"]["median"]
+            row["gpu_kernel_spread"] = prof["gpu_s"]["spread"]
+            row["gpu_kernel_rounds"] = prof["gpu_s"]["rounds"]
+            row["launches_per_step"] = prof["launches"]
+            row["top_kernels"] = prof["kernels"]
+            row["unattributed_kernel_s"] = prof["unattributed_s"]
+    recompiled = compiled_graphs() - compiled_before
+    out_rows = []
+    for arm in arms:
+        row = rows[arm]
+        # The wall-clock step under the name earlier results and readers use.
+        row["median_s"] = row.get("wall_s")
+        row["repeats"] = per_round * rounds
+        row["rounds"] = rounds
+        row["frames_compiled_while_timing"] = recompiled
+        row.setdefault("launches_per_step", None)
+        row.setdefault("gpu_kernel_s", None)
+        out_rows.append(row)
+        print(json.dumps(row), flush=True)
+    return out_rows
 
 
 def _write(path, device, shapes, repeats, rows, failures) -> None:
@@ -344,6 +352,8 @@ def main() -> int:
     args = parser.parse_args()
 
     if args.plot:
+        from ablation_report import write_report
+
         write_report(Path(args.plot))
         return 0
     import torch

@@ -11,11 +11,21 @@ One method per quantity, so every arm of a comparison is measured alike:
   reference's magnitude;
 * provenance: the device, torch, fork revision and command of a result;
 * one timing at a time: processes side by side on one GPU machine compile in
-  parallel and take their timings under one file lock (``exclusive_device``).
+  parallel and take their timings under one file lock (``exclusive_device``);
+* arms compared round by round (``interleaved_rounds``): every arm timed for a
+  few steps, then every arm again, so drift of the host (other processes,
+  clocks, a profiler session's after-effects) falls on all arms alike, and the
+  spread between rounds says how far a figure can be trusted;
+* three measures of a GPU step: its wall-clock time (host launch time
+  included: host-bound at small shapes, and noisy), the summed durations of
+  its kernels in a profiler trace (``kernel_time_rounds``: the device's work,
+  free of host noise) and its time as one replayed CUDA graph
+  (``capture_step``: launches gone, the kernels back to back).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import math
 import statistics
@@ -24,7 +34,7 @@ from typing import Any, TYPE_CHECKING
 
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Mapping
 
 
 def provenance(device: str) -> dict[str, str]:
@@ -164,3 +174,178 @@ def matches(actual: Any, expected: Any) -> tuple[bool, float]:
     """Whether a compiled result equals eager's, and the max |difference|."""
     diff = max_abs_diff(actual, expected)
     return diff <= 1e-2 * max(1.0, magnitude(expected)), diff
+
+
+# ---------------------------------------------------------------------------
+# Arms compared round by round
+
+
+def spread_summary(round_values: list[float]) -> dict[str, Any]:
+    """A figure measured in several rounds: the median of the round values,
+    their spread ((max - min) / median) and the rounds themselves."""
+    values = [v for v in round_values if v is not None and math.isfinite(v)]
+    if not values:
+        return {"median": None, "spread": None, "rounds": []}
+    mid = statistics.median(values)
+    spread = (max(values) - min(values)) / mid if mid > 0 else None
+    return {"median": mid, "spread": spread, "rounds": values}
+
+
+def interleaved_rounds(
+    steps: Mapping[str, Callable[[], Any]],
+    time_steps: Callable[[Callable[[], Any], int], list[float]],
+    rounds: int,
+    per_round: int,
+    lock: str | None = None,
+) -> dict[str, list[float]]:
+    """The median step time of each arm in each of ``rounds`` rounds.
+
+    A round times ``per_round`` steps of every arm, one arm after another in
+    the order of ``steps``; the next round starts again from the first arm.
+    Each arm's block is taken under ``lock`` (``exclusive_device``), so
+    processes beside this one compile between blocks, not during them.
+    Returns ``{arm: [median of round 1, median of round 2, ...]}``.
+    """
+    out: dict[str, list[float]] = {arm: [] for arm in steps}
+    for _ in range(max(1, rounds)):
+        for arm, step in steps.items():
+            with exclusive_device(lock):
+                step()  # one untimed step: the arm's caches warm again
+                out[arm].append(statistics.median(time_steps(step, per_round)))
+    return out
+
+
+def kernel_time_rounds(
+    steps: Mapping[str, Callable[[], Any]],
+    rounds: int = 3,
+    per_round: int = 2,
+    lock: str | None = None,
+    top: int = 12,
+) -> dict[str, dict[str, Any]]:
+    """Per arm, the GPU kernel time of a step, from one ``torch.profiler``
+    session over all arms, interleaved round by round.
+
+    Each step runs alone inside a ``record_function`` window that ends with a
+    device synchronization; the kernels (memcpy and memset excluded) that
+    start inside a window are that step's (the profiler puts host and device
+    events on one clock).  Per arm: ``gpu_s`` (per-round medians of the
+    per-step kernel time, summarized by :func:`spread_summary`),
+    ``launches`` (kernels per step), ``kernels`` (the ``top`` kernel names by
+    time per step: name, launches and seconds per step) and
+    ``unattributed_s`` (kernel time in the session outside every window, per
+    step: should be 0).
+    """
+    import torch
+    from torch.autograd import DeviceType
+    from torch.profiler import profile, ProfilerActivity
+
+    windows: list[tuple[str, int, str]] = []  # (arm, round, window name)
+    with exclusive_device(lock):
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for r in range(max(1, rounds)):
+                for arm, step in steps.items():
+                    for _ in range(per_round):
+                        name = f"fusion_bench_step:{len(windows)}"
+                        windows.append((arm, r, name))
+                        with torch.profiler.record_function(name):
+                            step()
+                            torch.cuda.synchronize()
+    events = prof.events()
+    spans = {
+        e.name: (e.time_range.start, e.time_range.end)
+        for e in events
+        if e.name.startswith("fusion_bench_step:") and e.device_type == DeviceType.CPU
+    }
+    kernels = sorted(
+        (
+            (e.time_range.start, e.time_range.elapsed_us(), e.name)
+            for e in events
+            if e.device_type == DeviceType.CUDA
+            and not e.name.startswith(("Memcpy", "Memset"))
+        ),
+    )
+    ordered = sorted(
+        (spans[name] + (arm, r) for arm, r, name in windows if name in spans),
+    )
+    per_step: dict[tuple[str, int], list[float]] = collections.defaultdict(list)
+    names: dict[str, collections.Counter[str]] = collections.defaultdict(
+        collections.Counter
+    )
+    counts: dict[str, collections.Counter[str]] = collections.defaultdict(
+        collections.Counter
+    )
+    unattributed = 0.0
+    k = 0
+    for start, end, arm, r in ordered:
+        while k < len(kernels) and kernels[k][0] < start:
+            unattributed += kernels[k][1]
+            k += 1
+        busy = 0.0
+        while k < len(kernels) and kernels[k][0] <= end:
+            _, us, kname = kernels[k]
+            busy += us
+            names[arm][kname] += us
+            counts[arm][kname] += 1
+            k += 1
+        per_step[(arm, r)].append(busy / 1e6)
+    unattributed += sum(us for _, us, _ in kernels[k:])
+    total_steps = max(1, len(windows))
+    result: dict[str, dict[str, Any]] = {}
+    for arm in steps:
+        arm_steps = max(1, sum(len(per_step[(arm, r)]) for r in range(rounds)))
+        result[arm] = {
+            "gpu_s": spread_summary(
+                [
+                    statistics.median(per_step[(arm, r)])
+                    for r in range(rounds)
+                    if per_step[(arm, r)]
+                ]
+            ),
+            "launches": sum(counts[arm].values()) / arm_steps,
+            "kernels": [
+                {
+                    "name": kname,
+                    "launches": counts[arm][kname] / arm_steps,
+                    "s": us / arm_steps / 1e6,
+                }
+                for kname, us in names[arm].most_common(top)
+            ],
+            "unattributed_s": unattributed / total_steps / 1e6,
+        }
+    return result
+
+
+def capture_step(
+    step: Callable[[], Any], warmup: int = 3
+) -> tuple[Callable[[], Any] | None, Any, str | None]:
+    """The whole ``step`` captured as one CUDA graph (``torch.cuda.graph``).
+
+    Returns ``(replay, output, None)``: ``replay()`` launches the graph and
+    returns the captured step's output (static tensors, refreshed by each
+    replay).  A step that cannot be captured (a host synchronization, a CPU
+    tensor, an op without capture support) gives ``(None, None, why)``.
+    Warm-up steps run on a side stream first, as capture requires.
+    """
+    import torch
+
+    try:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(warmup):
+                step()
+        torch.cuda.current_stream().wait_stream(stream)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            output = step()
+        torch.cuda.synchronize()
+    except Exception as e:  # the reason is the result
+        torch.cuda.synchronize()
+        return None, None, f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+
+    def replay() -> Any:
+        graph.replay()
+        return output
+
+    return replay, output, None
