@@ -130,7 +130,6 @@ def kernel_profile(step: Callable[[], Any], device: str) -> dict[str, float] | N
     if device != "cuda":
         return None
     import torch
-    from torch.autograd import DeviceType
     from torch.profiler import profile, ProfilerActivity
 
     steps = 3
@@ -138,14 +137,22 @@ def kernel_profile(step: Callable[[], Any], device: str) -> dict[str, float] | N
         for _ in range(steps):
             step()
         torch.cuda.synchronize()
-    kernels = [
-        e
-        for e in prof.events()
-        if e.device_type == DeviceType.CUDA
-        and not e.name.startswith(("Memcpy", "Memset"))
-    ]
+    kernels = [e for e in prof.events() if _is_kernel(e)]
     busy_us = sum(e.time_range.elapsed_us() for e in kernels)
     return {"launches": len(kernels) / steps, "gpu_s": busy_us / steps / 1e6}
+
+
+def _is_kernel(event: Any) -> bool:
+    """A GPU kernel of a profiler trace: not a memcpy or memset, and not the
+    device-side span of a ``record_function`` range (a user annotation,
+    which covers the kernels launched inside it)."""
+    from torch.autograd import DeviceType
+
+    return (
+        event.device_type == DeviceType.CUDA
+        and not getattr(event, "is_user_annotation", False)
+        and not event.name.startswith(("Memcpy", "Memset"))
+    )
 
 
 def max_abs_diff(actual: Any, expected: Any) -> float:
@@ -260,8 +267,7 @@ def kernel_time_rounds(
         (
             (e.time_range.start, e.time_range.elapsed_us(), e.name)
             for e in events
-            if e.device_type == DeviceType.CUDA
-            and not e.name.startswith(("Memcpy", "Memset"))
+            if _is_kernel(e)
         ),
     )
     ordered = sorted(
