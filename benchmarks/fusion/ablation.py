@@ -348,13 +348,18 @@ def main() -> int:
     parser.add_argument(
         "--plot", help="only write the table and plot of this results JSON"
     )
+    parser.add_argument(
+        "--recorded",
+        action="append",
+        help="with --plot: an earlier run's JSON to compare with (repeatable)",
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.plot:
         from ablation_report import write_report
 
-        write_report(Path(args.plot))
+        write_report(Path(args.plot), [Path(p) for p in args.recorded or ()])
         return 0
     import torch
 

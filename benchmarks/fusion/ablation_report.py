@@ -24,8 +24,9 @@ Fusion's share of Inductor's gain, per measure, over a baseline ``b``
     share = ln(t_b / t_fusion_only) / ln(t_b / t_default)
 
 computed in each round (the arms of a round were timed back to back) and
-given as the median with the range over rounds.  Undefined where the default
-is not at least 1% faster than the baseline.
+given as the median with the range over rounds.  Undefined where the
+default's gain over the baseline is within the noise: not above 1%, or not
+above the spread between rounds of the baseline or the default.
 """
 
 from __future__ import annotations
@@ -67,14 +68,16 @@ def value_of(row: dict[str, Any] | None, measure: str) -> float | None:
     return statistics.median(values) if values else None
 
 
-def share(t_base: float, t_fusion_only: float, t_default: float) -> float | None:
+def share(
+    t_base: float, t_fusion_only: float, t_default: float, noise: float = 0.01
+) -> float | None:
     """ln(t_base / t_fusion_only) / ln(t_base / t_default): 1 when fusion alone
     reaches the default's gain, 0 when it gains nothing; None when the
-    default is not at least 1% faster than the baseline."""
+    default's gain (the log ratio) is not above ``noise``."""
     if min(t_base, t_fusion_only, t_default) <= 0:
         return None
     total = math.log(t_base / t_default)
-    if total <= 0.01:
+    if total <= noise:
         return None
     return math.log(t_base / t_fusion_only) / total
 
@@ -85,25 +88,34 @@ def share_rounds(
     default: dict[str, Any] | None,
     measure: str,
 ) -> dict[str, Any] | None:
-    """Fusion's share per round (rounds paired by index) and per the medians:
-    ``{"median", "min", "max", "rounds"}``; None where undefined (no rows, or
-    the default not faster than the baseline in the medians)."""
+    """Fusion's share in each round (rounds paired by index: the arms of a
+    round were timed back to back): ``{"median", "min", "max", "rounds"}``
+    over the rounds.
+
+    None where it is undefined: a row missing, or the default's gain over the
+    baseline not above the noise, i.e. ln(t_base / t_default) of the medians
+    at most 1% or at most the larger spread of the two arms (a gain inside
+    the spread between rounds divides noise by noise).
+    """
     series = [rounds_of(r, measure) for r in (base, fusion_only, default)]
     if not all(series):
         return None
+    spreads = [(row or {}).get(f"{measure}_spread") or 0.0 for row in (base, default)]
+    noise = max(0.01, *spreads)
     medians = [statistics.median(s) for s in series]
-    central = share(*medians)
-    if central is None:
+    if share(*medians, noise=noise) is None:
         return None
     per_round = [
         s
         for s in (share(*ts) for ts in zip(*series))
         if s is not None and math.isfinite(s)
     ]
+    if not per_round:
+        per_round = [share(*medians, noise=noise)]
     return {
-        "median": central,
-        "min": min(per_round, default=central),
-        "max": max(per_round, default=central),
+        "median": statistics.median(per_round),
+        "min": min(per_round),
+        "max": max(per_round),
         "rounds": per_round,
     }
 
@@ -189,8 +201,9 @@ def tables(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
             "### Fusion's share of Inductor's gain",
             "",
             "ln(t_base / t_fusion_only) / ln(t_base / t_default) per measure, "
-            "the median with the range over rounds; `-` where the default is "
-            "not faster than the baseline.",
+            "the median over rounds with their range; `-` where the default's "
+            "gain over the baseline is within the noise (at most 1% or at most "
+            "the spread between rounds).",
             "",
             "| model | mode | "
             + " | ".join(f"{m} over {b}" for m in share_measures for b in BASELINES)
@@ -227,13 +240,145 @@ def tables(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     return "\n".join(lines), {"shares": shares, "medians": medians}
 
 
-def write_report(json_path: Path) -> dict[str, Any]:
+def _recorded_case(
+    runs: list[list[dict[str, Any]]], model: str, mode: str, arms: tuple[str, ...]
+) -> dict[str, dict[str, Any]]:
+    """The rows of ``arms`` for one case from the first recorded run that has
+    them all (empty if none): figures of one run are never mixed with
+    another's."""
+    for rows in runs:
+        found = {r["arm"]: r for r in rows if (r["model"], r["mode"]) == (model, mode)}
+        if all(a in found for a in arms):
+            return found
+    return {}
+
+
+def against_recorded(
+    rows: list[dict[str, Any]], recorded: list[list[dict[str, Any]]]
+) -> str:
+    """Fusion's share per case, this run's measures beside a recorded run's
+    wall-clock figure (each of ``recorded`` the rows of an earlier
+    ``ablation.py`` JSON)."""
+    new = {(r["model"], r["mode"], r["arm"]): r for r in rows}
+    cases = list(
+        dict.fromkeys((r["model"], r["mode"]) for run in recorded for r in run)
+    )
+    cases = [c for c in cases if (*c, "default") in new]
+    measures = [
+        m
+        for m in ("gpu_kernel", "cuda_graph", "wall")
+        if any(rounds_of(r, m) for r in rows)
+    ]
+    lines = [
+        "### Fusion's share against the recorded run",
+        "",
+        "The recorded figure is one wall-clock median per arm, arms timed one "
+        "after another; this run's are medians over interleaved rounds with "
+        "their range.",
+        "",
+        "| model | mode | baseline | recorded (wall) | "
+        + " | ".join(f"now: {m}" for m in measures)
+        + " |",
+        "|---|---|---|---|" + "---|" * len(measures),
+    ]
+    for model, mode in cases:
+        for base in BASELINES:
+            arms = (base, "fusion_only", "default")
+            get_old = _recorded_case(recorded, model, mode, arms)
+            get_new = {a: new.get((model, mode, a)) for a in arms}
+            recorded_share = share_rounds(
+                get_old.get(base),
+                get_old.get("fusion_only"),
+                get_old.get("default"),
+                "wall",
+            )
+            cells = [
+                _share_cell(
+                    share_rounds(
+                        get_new[base], get_new["fusion_only"], get_new["default"], m
+                    )
+                )
+                for m in measures
+            ]
+            lines.append(
+                f"| {model} | {mode} | {base} | {_share_cell(recorded_share)} | "
+                + " | ".join(cells)
+                + " |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def fx_against_fusion_only(
+    rows: list[dict[str, Any]], recorded: list[list[dict[str, Any]]] = ()
+) -> str:
+    """The FX arm against Inductor fusion-only per case: GPU kernel time,
+    CUDA-graph step and wall-clock ratios (FX / fusion_only), launches, and
+    the share of the wall-clock gap that is host time (the part the GPU
+    kernel time does not explain); a recorded run's wall-clock ratio beside."""
+    new = {(r["model"], r["mode"], r["arm"]): r for r in rows}
+    cases = [
+        c
+        for c in dict.fromkeys((r["model"], r["mode"]) for r in rows)
+        if (*c, "fx_fusion") in new and (*c, "fusion_only") in new
+    ]
+    lines = [
+        "### The FX arm against Inductor fusion-only",
+        "",
+        "Ratios FX / fusion_only (above 1: the FX arm is slower), median of the "
+        "rounds with the range of the per-round ratios; host share: of the "
+        "wall-clock gap (t_fx - t_fusion_only), the part the GPU kernel time "
+        "does not explain.",
+        "",
+        "| model | mode | GPU kernel | CUDA graph | wall (now) | wall (recorded) "
+        "| launches fusion_only / FX | host share of the wall gap |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+
+    def ratio(fx, fo, measure):
+        a, b = rounds_of(fx, measure), rounds_of(fo, measure)
+        if not a or not b:
+            return "-"
+        per_round = [x / y for x, y in zip(a, b)]
+        mid = statistics.median(a) / statistics.median(b)
+        if len(per_round) > 1:
+            return f"{mid:.2f} ({min(per_round):.2f}-{max(per_round):.2f})"
+        return f"{mid:.2f}"
+
+    for model, mode in cases:
+        fx, fo = new[(model, mode, "fx_fusion")], new[(model, mode, "fusion_only")]
+        old = _recorded_case(recorded, model, mode, ("fx_fusion", "fusion_only"))
+        old_fx, old_fo = old.get("fx_fusion"), old.get("fusion_only")
+        host = "-"
+        wall_fx, wall_fo = value_of(fx, "wall"), value_of(fo, "wall")
+        gpu_fx, gpu_fo = value_of(fx, "gpu_kernel"), value_of(fo, "gpu_kernel")
+        if None not in (wall_fx, wall_fo, gpu_fx, gpu_fo) and wall_fx > wall_fo:
+            host = f"{1 - (gpu_fx - gpu_fo) / (wall_fx - wall_fo):.0%}"
+        launches = "/".join(
+            f"{r['launches_per_step']:.0f}" if r.get("launches_per_step") else "-"
+            for r in (fo, fx)
+        )
+        lines.append(
+            f"| {model} | {mode} | {ratio(fx, fo, 'gpu_kernel')} | "
+            f"{ratio(fx, fo, 'cuda_graph')} | {ratio(fx, fo, 'wall')} | "
+            f"{ratio(old_fx, old_fo, 'wall') if old_fx and old_fo else '-'} | "
+            f"{launches} | {host} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_report(json_path: Path, recorded: list[Path] = ()) -> dict[str, Any]:
     """The Markdown tables (``.md``) and the speed-up plot (``.png``) next to
-    ``json_path``; returns the shares."""
+    ``json_path``, with the comparison against ``recorded`` runs' JSON (their
+    rows merged); returns the shares."""
     rows = json.loads(Path(json_path).read_text())["rows"]
     if not rows:
         raise SystemExit(f"{json_path}: no rows (every case failed?)")
     markdown, found = tables(rows)
+    old_runs = [json.loads(Path(p).read_text())["rows"] for p in recorded]
+    if old_runs:
+        markdown += "\n" + against_recorded(rows, old_runs)
+    if any(r["arm"] == "fx_fusion" for r in rows):
+        markdown += "\n" + fx_against_fusion_only(rows, old_runs)
     md = Path(json_path).with_suffix(".md")
     md.write_text(markdown)
     print(markdown)
