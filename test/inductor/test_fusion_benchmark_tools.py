@@ -6,11 +6,13 @@ the compile-time cost of the launch-bound combo pass's grouping.
 Real compiles on the CPU; the GPU runs are in benchmarks/results/."""
 
 import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
 import textwrap
+import unittest
 from pathlib import Path
 
 from torch._inductor.test_case import run_tests, TestCase
@@ -20,11 +22,20 @@ REPO = Path(__file__).resolve().parents[2]
 BENCHMARKS = REPO / "benchmarks" / "fusion"
 sys.path.insert(0, str(BENCHMARKS))
 
+import ablation  # noqa: E402
+import ablation_report  # noqa: E402
 import bandwidth  # noqa: E402
 import combo_grouping_cost  # noqa: E402
 import fx_compare  # noqa: E402
 import rank_classes  # noqa: E402
-from measure import exclusive_device  # noqa: E402
+import torch  # noqa: E402
+from measure import (  # noqa: E402
+    capture_step,
+    exclusive_device,
+    interleaved_rounds,
+    kernel_time_rounds,
+    spread_summary,
+)
 
 
 class TestGpuLock(TestCase):
@@ -270,6 +281,144 @@ class TestComboGroupingCost(TestCase):
             )
         self.assertEqual(result.returncode, 2)
         self.assertIn("cannot write", result.stderr)
+
+
+class TestAblationRounds(TestCase):
+    """Issue 18's harness: arms compiled side by side and compared round by
+    round, each figure with its spread."""
+
+    def test_rounds_visit_every_arm_before_the_next_round(self):
+        order = []
+
+        def fake_timer(step, repeats):
+            return [step() for _ in range(repeats)]
+
+        def make(arm, value):
+            def step():
+                order.append(arm)
+                return value
+
+            return step
+
+        medians = interleaved_rounds(
+            {"a": make("a", 1.0), "b": make("b", 2.0)}, fake_timer, 3, 2
+        )
+        # One untimed step, then two timed ones, per arm and round.
+        self.assertEqual(order, (["a"] * 3 + ["b"] * 3) * 3)
+        self.assertEqual(medians, {"a": [1.0] * 3, "b": [2.0] * 3})
+
+    def test_spread_is_the_range_over_the_median(self):
+        summary = spread_summary([1.0, 1.2, 0.9, float("nan")])
+        self.assertEqual(summary["median"], 1.0)
+        self.assertAlmostEqual(summary["spread"], 0.3)
+        self.assertEqual(summary["rounds"], [1.0, 1.2, 0.9])
+        self.assertIsNone(spread_summary([])["median"])
+
+    def test_share_is_undefined_where_the_gain_is_inside_the_spread(self):
+        def row(rounds, spread):
+            return {"wall_rounds": rounds, "wall_spread": spread}
+
+        base = row([10.0, 10.0], 0.0)
+        fusion_only = row([5.0, 5.0], 0.0)
+        default = row([4.0, 4.0], 0.0)
+        value = ablation_report.share_rounds(base, fusion_only, default, "wall")
+        expected = math.log(10 / 5) / math.log(10 / 4)
+        self.assertAlmostEqual(value["median"], expected)
+        # The same default gain (ln 2.5 = 0.92) inside a baseline spread of 100%.
+        noisy = row([10.0, 10.0], 1.0)
+        self.assertIsNone(
+            ablation_report.share_rounds(noisy, fusion_only, default, "wall")
+        )
+        # Default no faster than the baseline: no gain to divide.
+        self.assertIsNone(
+            ablation_report.share_rounds(default, fusion_only, base, "wall")
+        )
+
+    def test_recorded_figures_come_from_one_run(self):
+        def rows(run, arms):
+            return [
+                {"model": "m", "mode": "inference", "arm": a, "median_s": run}
+                for a in arms
+            ]
+
+        first = rows(1.0, ("eager", "fx_fusion"))
+        second = rows(2.0, ("eager", "fusion_only", "fx_fusion"))
+        case = ablation_report._recorded_case(
+            [first, second], "m", "inference", ("fusion_only", "fx_fusion")
+        )
+        self.assertEqual({r["median_s"] for r in case.values()}, {2.0})
+        self.assertEqual(
+            ablation_report._recorded_case([first], "m", "inference", ("no_opt",)),
+            {},
+        )
+
+    def test_arms_live_side_by_side_and_are_timed_in_rounds(self):
+        """A real CPU run of one case: every arm compiled by its own
+        torch.compile with its switches as options, all warm before timing
+        (no frame compiled while timing), the switches in effect (no_fusion
+        generates more kernels than default), each arm with its rounds."""
+        rows = ablation.run_model(
+            "layer_norm_gelu",
+            "cpu",
+            "ci",
+            train=False,
+            repeats=6,
+            arms=("eager", "no_fusion", "default"),
+            rounds=3,
+        )
+        by_arm = {r["arm"]: r for r in rows}
+        self.assertEqual(list(by_arm), ["eager", "no_fusion", "default"])
+        for row in rows:
+            self.assertTrue(row["matches_eager"], row)
+            self.assertEqual(row["frames_compiled_while_timing"], 0)
+            self.assertEqual(len(row["wall_rounds"]), 3)
+            self.assertEqual(row["median_s"], row["wall_s"])
+            self.assertIsNotNone(row["wall_spread"])
+            self.assertIsNone(row["gpu_kernel_s"])  # no GPU: no kernel time
+        self.assertGreater(
+            by_arm["no_fusion"]["generated_kernels"],
+            by_arm["default"]["generated_kernels"],
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "run.json"
+            path.write_text(json.dumps({"rows": rows}))
+            ablation_report.write_report(path)
+            table = path.with_suffix(".md").read_text()
+            self.assertTrue(path.with_suffix(".png").exists())
+        self.assertIn("Wall-clock step time without CUDA graphs", table)
+        self.assertNotIn("GPU kernel time", table)  # not measured on the CPU
+        self.assertIn("| layer_norm_gelu | inference |", table)
+
+    @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
+    def test_kernel_time_and_capture_on_cuda(self):
+        x = torch.randn(1024, 1024, device="cuda")
+        fused = torch.compile(lambda t: (t.sin() + t.cos()).relu())
+
+        def eager_step():
+            return (x.sin() + x.cos()).relu()
+
+        def compiled_step():
+            return fused(x)
+
+        compiled_step()
+        profiled = kernel_time_rounds(
+            {"eager": eager_step, "compiled": compiled_step}, rounds=2, per_round=2
+        )
+        # Eager launches sin, cos, add and relu; Inductor one fused kernel.
+        self.assertEqual(profiled["eager"]["launches"], 4)
+        self.assertEqual(profiled["compiled"]["launches"], 1)
+        self.assertEqual(profiled["compiled"]["unattributed_s"], 0)
+        self.assertLess(
+            profiled["compiled"]["gpu_s"]["median"],
+            profiled["eager"]["gpu_s"]["median"],
+        )
+        replay, _, why = capture_step(compiled_step)
+        self.assertIsNone(why)
+        x.copy_(torch.randn_like(x))
+        self.assertEqual(replay(), eager_step())
+        replay, _, why = capture_step(lambda: x.sum().item())
+        self.assertIsNone(replay)
+        self.assertIn("Error", why)
 
 
 if __name__ == "__main__":
