@@ -17,6 +17,11 @@ from pathlib import Path
 
 from torch._inductor.test_case import run_tests, TestCase
 
+# Imported before benchmarks/fusion goes onto sys.path: common_cuda imports
+# numba where it is installed (the GPU machine), numba imports the coverage
+# package, and benchmarks/fusion/coverage.py would shadow it.
+from torch.testing._internal.common_cuda import TEST_CUDA
+
 
 REPO = Path(__file__).resolve().parents[2]
 BENCHMARKS = REPO / "benchmarks" / "fusion"
@@ -389,7 +394,7 @@ class TestAblationRounds(TestCase):
         self.assertNotIn("GPU kernel time", table)  # not measured on the CPU
         self.assertIn("| layer_norm_gelu | inference |", table)
 
-    @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
+    @unittest.skipUnless(TEST_CUDA, "needs a CUDA device")
     def test_kernel_time_and_capture_on_cuda(self):
         x = torch.randn(1024, 1024, device="cuda")
         fused = torch.compile(lambda t: (t.sin() + t.cos()).relu())
