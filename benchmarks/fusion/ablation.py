@@ -34,6 +34,12 @@ model; arms in a fixed order.
         --train resnet18,bert --json benchmarks/results/ablation_h100.json
     python benchmarks/fusion/ablation.py --plot benchmarks/results/ablation_h100.json
 
+Leave one out (``--arms eager,leave_one_out``): ``default-OPTION`` is
+``default`` with the one option OPTION set as ``fusion_only`` holds it, one
+arm per held option that differs from its value in effect; the step time it
+adds against ``default`` is that optimization's part of the gap between
+``fusion_only`` and ``default`` (the report's "leave one out" table).
+
 The second form writes the Markdown table and the speed-up plot (PNG,
 matplotlib) next to the JSON.
 """
@@ -78,8 +84,72 @@ ABLATION_ARMS = ("eager", "no_opt", "no_fusion", "fusion_only", "default", "fx_f
 BACKENDS = {"fx_fusion": "fx_fusion"}
 
 
+# ``default-OPTION``: Inductor as shipped with one option that fusion_only
+# holds set to the value fusion_only gives it (leave one out): the step time
+# it adds against ``default`` is that optimization's part of the gap between
+# fusion_only and default.
+LEAVE_ONE_OUT = "default-"
+FUNCTORCH = "functorch."
+
+
+def _held_by_fusion_only() -> dict[str, Any]:
+    """The options fusion_only holds on this torch release, with the value it
+    gives each (``torch/_inductor/fusion_ablation.py``)."""
+    from torch._inductor import fusion_ablation
+
+    return {
+        h.option: h.value
+        for h in fusion_ablation.for_this_release(fusion_ablation.FUSION_ONLY)
+    }
+
+
+def _current(option: str) -> Any:
+    import torch._functorch.config
+    import torch._inductor.config
+
+    obj: Any = torch._inductor.config
+    if option.startswith(FUNCTORCH):
+        obj, option = torch._functorch.config, option[len(FUNCTORCH) :]
+    *parents, name = option.split(".")
+    for parent in parents:
+        obj = getattr(obj, parent)
+    return getattr(obj, name)
+
+
+def leave_one_out_arms(device: str) -> list[str]:
+    """``default-OPTION`` for every option fusion_only holds whose held value
+    differs from the value in effect (holding the others changes nothing);
+    the C++ backend's options only on the CPU."""
+    arms = []
+    for option, value in _held_by_fusion_only().items():
+        if device != "cpu" and option.startswith("cpp."):
+            continue
+        if _current(option) != value:
+            arms.append(LEAVE_ONE_OUT + option)
+    return arms
+
+
+def expand_arms(spec: str, device: str) -> list[str]:
+    """The arms of ``--arms``: ``leave_one_out`` stands for default,
+    fusion_only and every ``default-OPTION`` arm (after eager, when named)."""
+    arms: list[str] = []
+    for arm in spec.split(","):
+        if arm == "leave_one_out":
+            arms += ["fusion_only", "default", *leave_one_out_arms(device)]
+        else:
+            arms.append(arm)
+    return list(dict.fromkeys(arms))
+
+
 def arm_switches(arm: str) -> dict[str, Any] | None:
-    """The config of an arm; ``launch_bound_combo:N`` is the pass with an N MiB limit."""
+    """The config of an arm; ``launch_bound_combo:N`` is the pass with an N MiB
+    limit; ``default-OPTION`` is default with OPTION as fusion_only holds it."""
+    if arm.startswith(LEAVE_ONE_OUT):
+        option = arm[len(LEAVE_ONE_OUT) :]
+        held = _held_by_fusion_only()
+        if option not in held:
+            raise KeyError(arm)
+        return {option: held[option]}
     base, _, mib = arm.partition(":")
     if base not in ARMS or (mib and base != "launch_bound_combo"):
         raise KeyError(arm)
@@ -87,6 +157,20 @@ def arm_switches(arm: str) -> dict[str, Any] | None:
     if mib:
         switches = {**switches, "launch_bound_combo_max_bytes": int(float(mib) * 2**20)}
     return switches
+
+
+def split_switches(
+    switches: dict[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An arm's switches as (Inductor options, ``torch._functorch.config``
+    changes): ``torch.compile(options=...)`` takes only Inductor's."""
+    inductor, functorch = {}, {}
+    for key, value in (switches or {}).items():
+        if key.startswith(FUNCTORCH):
+            functorch[key[len(FUNCTORCH) :]] = value
+        else:
+            inductor[key] = value
+    return inductor, functorch
 
 
 def known_arm(arm: str) -> bool:
@@ -142,6 +226,7 @@ def run_model(
       timing, since a profiler session slows the launches after it.
     """
     import torch
+    import torch._functorch.config
     import torch._inductor.metrics
     from measure import (
         capture_step,
@@ -176,7 +261,7 @@ def run_model(
         elif arm in BACKENDS:
             fn = torch.compile(model, backend=BACKENDS[arm])
         else:
-            options = dict(switches)
+            options, _ = split_switches(switches)
             if cudagraphs:
                 options["triton.cudagraphs"] = True
             fn = torch.compile(model, options=options or None)
@@ -198,7 +283,9 @@ def run_model(
         """Compile (forward and backward) and check the result against eager:
         ``(compile seconds, kernels generated, (matches, max |diff|))``."""
         kernels = torch._inductor.metrics.generated_kernel_count
-        with compile_config(name):
+        # AOTAutograd reads its config while compiling (the first call).
+        _, functorch = split_switches(arm_switches(arm))
+        with compile_config(name), torch._functorch.config.patch(functorch):
             start = time.perf_counter()
             out = step()
             if gpu:
@@ -327,7 +414,11 @@ def main() -> int:
         "--train", default="resnet18,bert", help="models also timed as a training step"
     )
     parser.add_argument(
-        "--arms", default=",".join(ABLATION_ARMS), help=f"from {', '.join(ARMS)}"
+        "--arms",
+        default=",".join(ABLATION_ARMS),
+        help=f"from {', '.join(ARMS)}; default-OPTION (default with one option "
+        "as fusion_only holds it); leave_one_out (fusion_only, default and every "
+        "default-OPTION)",
     )
     parser.add_argument(
         "--jobs",
@@ -367,7 +458,7 @@ def main() -> int:
     if device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device here")
     repeats = args.repeats or (50 if device == "cuda" else 10)
-    arms = args.arms.split(",")
+    arms = expand_arms(args.arms, device)
     unknown = [a for a in arms if not known_arm(a)]
     if unknown:
         raise SystemExit(f"unknown arms {unknown}: choose from {', '.join(ARMS)}")
@@ -398,7 +489,8 @@ def main() -> int:
     def run_case(case: tuple[str, str]) -> tuple[str, str, subprocess.CompletedProcess]:
         name, mode = case
         cmd = [sys.executable, __file__, "--device", device, "--shapes", args.shapes]
-        cmd += ["--arms", args.arms, "--repeats", str(repeats), "--child", name, mode]
+        cmd += ["--arms", ",".join(arms), "--repeats", str(repeats)]
+        cmd += ["--child", name, mode]
         if args.gpu_lock:
             cmd += ["--gpu-lock", args.gpu_lock]
         print(f"{name} {mode} ...", file=sys.stderr, flush=True)

@@ -46,6 +46,9 @@ MEASURE_TITLES = {
     "wall": "Wall-clock step time without CUDA graphs (host-bound, noisy)",
 }
 BASELINES = ("no_opt", "eager")
+# Leave-one-out arms (``ablation.LEAVE_ONE_OUT``): in their own table, not in
+# the per-measure tables and the plot.
+LEAVE_ONE_OUT = "default-"
 
 
 def rounds_of(row: dict[str, Any] | None, measure: str) -> list[float]:
@@ -153,7 +156,11 @@ def tables(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     "medians": {measure: {baseline: median over cases}}})``."""
     keyed = {(r["model"], r["mode"], r["arm"]): r for r in rows}
     cases = list(dict.fromkeys((r["model"], r["mode"]) for r in rows))
-    arms = list(dict.fromkeys(r["arm"] for r in rows))
+    arms = [
+        a
+        for a in dict.fromkeys(r["arm"] for r in rows)
+        if not a.startswith(LEAVE_ONE_OUT)
+    ]
     present = [m for m in MEASURES if any(rounds_of(r, m) for r in rows)]
     lines: list[str] = []
     for measure in present:
@@ -366,6 +373,96 @@ def fx_against_fusion_only(
     return "\n".join(lines) + "\n"
 
 
+def leave_one_out(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """Which held-off optimization makes the gap between fusion_only and
+    default: per case, t(default-OPTION) / t(default) for every option left
+    out, on the first measure the run has of GPU kernel time, CUDA graph and
+    wall-clock.  A ratio above 1 is time the option saves; below 1, time it
+    costs.  It counts where it is outside the noise (1%, or the larger spread
+    of the two arms).  ``explained``: the sum of the counted log ratios over
+    ln(t_fusion_only / t_default).
+
+    Returns the Markdown section and ``{case: {"measure", "gap", "options":
+    {option: ratio}, "explained"}}``.
+    """
+    keyed = {(r["model"], r["mode"], r["arm"]): r for r in rows}
+    cases = [
+        c
+        for c in dict.fromkeys((r["model"], r["mode"]) for r in rows)
+        if (*c, "default") in keyed
+        and any(a.startswith(LEAVE_ONE_OUT) for (m, md, a) in keyed if (m, md) == c)
+    ]
+    found: dict[str, Any] = {}
+    if not cases:
+        return "", found
+    lines = [
+        "### Leave one out: which held-off optimization makes the gap",
+        "",
+        "t(default with OPTION as fusion_only holds it) / t(default): above 1 the "
+        "option saves time, below 1 it costs time; only ratios outside the noise "
+        "(1%, or the larger spread of the two arms) are listed. Explained: their "
+        "summed log ratios over ln(t_fusion_only / t_default).",
+        "",
+        "| model | mode | measure | fusion_only / default | saves time | costs time | explained |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for model, mode in cases:
+        default = keyed[(model, mode, "default")]
+        measure = next(
+            (m for m in ("gpu_kernel", "cuda_graph", "wall") if rounds_of(default, m)),
+            None,
+        )
+        if measure is None:
+            continue
+        t_default = value_of(default, measure)
+        fusion_only = keyed.get((model, mode, "fusion_only"))
+        t_fo = value_of(fusion_only, measure)
+        gap = t_fo / t_default if t_fo and t_default else None
+        ratios: dict[str, float] = {}
+        counted: dict[str, float] = {}
+        for (m, md, arm), row in keyed.items():
+            if (m, md) != (model, mode) or not arm.startswith(LEAVE_ONE_OUT):
+                continue
+            t = value_of(row, measure)
+            if not t or not t_default:
+                continue
+            option = arm[len(LEAVE_ONE_OUT) :]
+            ratios[option] = t / t_default
+            noise = max(
+                0.01,
+                row.get(f"{measure}_spread") or 0.0,
+                default.get(f"{measure}_spread") or 0.0,
+            )
+            if abs(math.log(ratios[option])) > noise:
+                counted[option] = ratios[option]
+        explained = (
+            sum(math.log(r) for r in counted.values()) / math.log(gap)
+            if gap and abs(math.log(gap)) > 0.01
+            else None
+        )
+        saves = sorted((r, o) for o, r in counted.items() if r > 1)[::-1]
+        costs = sorted((r, o) for o, r in counted.items() if r < 1)
+        found[f"{model}/{mode}"] = {
+            "measure": measure,
+            "gap": gap,
+            "options": ratios,
+            "counted": counted,
+            "explained": explained,
+        }
+        lines.append(
+            f"| {model} | {mode} | {measure} | "
+            + (f"{gap:.2f}" if gap else "-")
+            + " | "
+            + (", ".join(f"`{o}` {r:.2f}" for r, o in saves) or "none")
+            + " | "
+            + (", ".join(f"`{o}` {r:.2f}" for r, o in costs) or "none")
+            + " | "
+            + (f"{explained:.0%}" if explained is not None else "-")
+            + " |"
+        )
+    return "\n".join(lines) + "\n", found
+
+
 def write_report(json_path: Path, recorded: list[Path] = ()) -> dict[str, Any]:
     """The Markdown tables (``.md``) and the speed-up plot (``.png``) next to
     ``json_path``, with the comparison against ``recorded`` runs' JSON (their
@@ -379,6 +476,9 @@ def write_report(json_path: Path, recorded: list[Path] = ()) -> dict[str, Any]:
         markdown += "\n" + against_recorded(rows, old_runs)
     if any(r["arm"] == "fx_fusion" for r in rows):
         markdown += "\n" + fx_against_fusion_only(rows, old_runs)
+    loo_markdown, found["leave_one_out"] = leave_one_out(rows)
+    if loo_markdown:
+        markdown += "\n" + loo_markdown
     md = Path(json_path).with_suffix(".md")
     md.write_text(markdown)
     print(markdown)
@@ -394,7 +494,11 @@ def _plot(rows: list[dict[str, Any]], png: Path) -> None:
 
     keyed = {(r["model"], r["mode"], r["arm"]): r for r in rows}
     cases = list(dict.fromkeys((r["model"], r["mode"]) for r in rows))
-    arms = [a for a in dict.fromkeys(r["arm"] for r in rows) if a != "eager"]
+    arms = [
+        a
+        for a in dict.fromkeys(r["arm"] for r in rows)
+        if a != "eager" and not a.startswith(LEAVE_ONE_OUT)
+    ]
     present = [m for m in MEASURES if any(rounds_of(r, m) for r in rows)]
     fig, axes = plt.subplots(
         len(present),

@@ -99,7 +99,8 @@ def run(
     device: str, arms: list[str], dtype_name: str, gpu_lock: str | None = None
 ) -> dict[str, Any]:
     import torch
-    from ablation import ARMS, BACKENDS
+    import torch._functorch.config
+    from ablation import arm_switches, BACKENDS, split_switches
     from measure import exclusive_device, matches, provenance
 
     dtype = getattr(torch, dtype_name)
@@ -117,13 +118,18 @@ def run(
         largest = max(largest, tensor_bytes(x))
         for arm in arms:
             torch._dynamo.reset()
-            switches = ARMS[arm]
+            switches = arm_switches(arm)
+            inductor, functorch = split_switches(switches)
             fn = (
                 model
                 if switches is None
                 else torch.compile(model, backend=BACKENDS.get(arm, "inductor"))
             )
-            with torch.no_grad(), torch._inductor.config.patch(switches or {}):
+            with (
+                torch.no_grad(),
+                torch._inductor.config.patch(inductor),
+                torch._functorch.config.patch(functorch),
+            ):
                 start = time.perf_counter()
                 out = fn(x)
                 if device == "cuda":
@@ -200,7 +206,8 @@ def host_path(
     ``rounds`` rounds of ``calls`` back-to-back calls, arms interleaved within
     each round so that a busy machine slows all alike."""
     import torch
-    from ablation import ARMS, BACKENDS
+    import torch._functorch.config
+    from ablation import arm_switches, BACKENDS, split_switches
     from measure import provenance
 
     x = torch.randn(8, device=device)
@@ -211,10 +218,15 @@ def host_path(
         # code object, so arms sharing one would share the first arm's graph.
         code = _sin_cos.__code__.replace(co_name=f"sin_cos_{arm}")
         fn = types.FunctionType(code, _sin_cos.__globals__)
-        switches = ARMS[arm]
+        switches = arm_switches(arm)
+        inductor, functorch = split_switches(switches)
         if switches is not None:
             fn = torch.compile(fn, backend=BACKENDS.get(arm, "inductor"))
-        with torch.no_grad(), torch._inductor.config.patch(switches or {}):
+        with (
+            torch.no_grad(),
+            torch._inductor.config.patch(inductor),
+            torch._functorch.config.patch(functorch),
+        ):
             for _ in range(50):
                 fn(x)
         fns[arm] = fn
@@ -278,13 +290,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     import torch
-    from ablation import ARMS
+    from ablation import ARMS, expand_arms, known_arm
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device here")
-    arms = args.arms.split(",")
-    unknown = [a for a in arms if a not in ARMS]
+    arms = expand_arms(args.arms, device)
+    unknown = [a for a in arms if not known_arm(a)]
     if unknown:
         raise SystemExit(f"unknown arms {unknown}: choose from {', '.join(ARMS)}")
     if args.host_path:

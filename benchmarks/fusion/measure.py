@@ -207,15 +207,20 @@ def interleaved_rounds(
 ) -> dict[str, list[float]]:
     """The median step time of each arm in each of ``rounds`` rounds.
 
-    A round times ``per_round`` steps of every arm, one arm after another in
-    the order of ``steps``; the next round starts again from the first arm.
-    Each arm's block is taken under ``lock`` (``exclusive_device``), so
-    processes beside this one compile between blocks, not during them.
+    A round times ``per_round`` steps of every arm, one arm after another;
+    round r starts at the r-th arm of ``steps`` (a rotation), so that every
+    arm takes every place in the order as often (an arm timed after a slow
+    one, or first, would otherwise always be).  Each arm's block is taken
+    under ``lock`` (``exclusive_device``), so processes beside this one
+    compile between blocks, not during them.
     Returns ``{arm: [median of round 1, median of round 2, ...]}``.
     """
     out: dict[str, list[float]] = {arm: [] for arm in steps}
-    for _ in range(max(1, rounds)):
-        for arm, step in steps.items():
+    names = list(steps)
+    for r in range(max(1, rounds)):
+        start = r % len(names) if names else 0
+        for arm in names[start:] + names[:start]:
+            step = steps[arm]
             with exclusive_device(lock):
                 step()  # one untimed step: the arm's caches warm again
                 out[arm].append(statistics.median(time_steps(step, per_round)))

@@ -308,8 +308,10 @@ class TestAblationRounds(TestCase):
         medians = interleaved_rounds(
             {"a": make("a", 1.0), "b": make("b", 2.0)}, fake_timer, 3, 2
         )
-        # One untimed step, then two timed ones, per arm and round.
-        self.assertEqual(order, (["a"] * 3 + ["b"] * 3) * 3)
+        # One untimed step, then two timed ones, per arm and round; round r
+        # starts at the r-th arm.
+        a, b = ["a"] * 3, ["b"] * 3
+        self.assertEqual(order, a + b + b + a + a + b)
         self.assertEqual(medians, {"a": [1.0] * 3, "b": [2.0] * 3})
 
     def test_spread_is_the_range_over_the_median(self):
@@ -355,6 +357,58 @@ class TestAblationRounds(TestCase):
         self.assertEqual(
             ablation_report._recorded_case([first], "m", "inference", ("no_opt",)),
             {},
+        )
+
+    def test_leave_one_out_arms_are_options_fusion_only_holds(self):
+        from torch._inductor import fusion_ablation
+
+        held = {
+            h.option: h.value
+            for h in fusion_ablation.for_this_release(fusion_ablation.FUSION_ONLY)
+        }
+        arms = ablation.expand_arms("eager,leave_one_out", "cuda")
+        self.assertEqual(arms[:3], ["eager", "fusion_only", "default"])
+        options = [a.removeprefix(ablation.LEAVE_ONE_OUT) for a in arms[3:]]
+        self.assertIn("pattern_matcher", options)
+        self.assertNotIn("cpp.threads", options)  # the C++ backend's, not CUDA's
+        self.assertIn("default-cpp.threads", ablation.leave_one_out_arms("cpu"))
+        for option in options:
+            self.assertEqual(
+                ablation.arm_switches(ablation.LEAVE_ONE_OUT + option),
+                {option: held[option]},
+            )
+        self.assertFalse(ablation.known_arm("default-no_such_option"))
+        inductor, functorch = ablation.split_switches(
+            {"functorch.cse": False, "pattern_matcher": False}
+        )
+        self.assertEqual(
+            (inductor, functorch), ({"pattern_matcher": False}, {"cse": False})
+        )
+
+    def test_leave_one_out_table_reads_each_arm_against_default(self):
+        """A real CPU run of default, fusion_only and default without
+        split_reductions side by side: each matches eager, and the
+        leave-one-out table reads the arm's time against default's."""
+        rows = ablation.run_model(
+            "two_axis_reductions",
+            "cpu",
+            "full",
+            train=False,
+            repeats=4,
+            arms=("fusion_only", "default", "default-split_reductions"),
+            rounds=2,
+        )
+        by_arm = {r["arm"]: r for r in rows}
+        for row in rows:
+            self.assertTrue(row["matches_eager"], row)
+        markdown, found = ablation_report.leave_one_out(rows)
+        self.assertIn("Leave one out", markdown)
+        case = found["two_axis_reductions/inference"]
+        self.assertEqual(case["measure"], "wall")
+        self.assertEqual(set(case["options"]), {"split_reductions"})
+        self.assertAlmostEqual(
+            case["options"]["split_reductions"],
+            by_arm["default-split_reductions"]["wall_s"] / by_arm["default"]["wall_s"],
         )
 
     def test_arms_live_side_by_side_and_are_timed_in_rounds(self):
