@@ -123,6 +123,32 @@ def share_rounds(
     }
 
 
+def ratio_rounds(
+    a: dict[str, Any] | None, b: dict[str, Any] | None, measure: str
+) -> dict[str, float] | None:
+    """t_a / t_b: the ratio of the medians, with the range of the per-round
+    ratios (rounds paired by index); None without both rows."""
+    ra, rb = rounds_of(a, measure), rounds_of(b, measure)
+    if not ra or not rb:
+        return None
+    per_round = [x / y for x, y in zip(ra, rb) if y > 0]
+    mid = statistics.median(ra) / statistics.median(rb)
+    return {
+        "median": mid,
+        "min": min(per_round, default=mid),
+        "max": max(per_round, default=mid),
+        "rounds": len(per_round),
+    }
+
+
+def ratio_cell(value: dict[str, float] | None) -> str:
+    if value is None:
+        return "-"
+    if value["rounds"] > 1:
+        return f"{value['median']:.2f} ({value['min']:.2f}-{value['max']:.2f})"
+    return f"{value['median']:.2f}"
+
+
 def _cell(row: dict[str, Any] | None, measure: str) -> str:
     value = value_of(row, measure)
     if value is None:
@@ -342,14 +368,7 @@ def fx_against_fusion_only(
     ]
 
     def ratio(fx, fo, measure):
-        a, b = rounds_of(fx, measure), rounds_of(fo, measure)
-        if not a or not b:
-            return "-"
-        per_round = [x / y for x, y in zip(a, b)]
-        mid = statistics.median(a) / statistics.median(b)
-        if len(per_round) > 1:
-            return f"{mid:.2f} ({min(per_round):.2f}-{max(per_round):.2f})"
-        return f"{mid:.2f}"
+        return ratio_cell(ratio_rounds(fx, fo, measure))
 
     for model, mode in cases:
         fx, fo = new[(model, mode, "fx_fusion")], new[(model, mode, "fusion_only")]
@@ -398,7 +417,8 @@ def leave_one_out(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     lines = [
         "### Leave one out: which held-off optimization makes the gap",
         "",
-        "t(default with OPTION as fusion_only holds it) / t(default): above 1 the "
+        "t(default with OPTION as fusion_only holds it) / t(default), the median "
+        "with the range of the per-round ratios: above 1 the "
         "option saves time, below 1 it costs time; only ratios outside the noise "
         "(1%, or the larger spread of the two arms) are listed. Explained: their "
         "summed log ratios over ln(t_fusion_only / t_default).",
@@ -418,16 +438,19 @@ def leave_one_out(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
         fusion_only = keyed.get((model, mode, "fusion_only"))
         t_fo = value_of(fusion_only, measure)
         gap = t_fo / t_default if t_fo and t_default else None
+        gap_cell = ratio_cell(ratio_rounds(fusion_only, default, measure))
         ratios: dict[str, float] = {}
+        cells: dict[str, str] = {}
         counted: dict[str, float] = {}
         for (m, md, arm), row in keyed.items():
             if (m, md) != (model, mode) or not arm.startswith(LEAVE_ONE_OUT):
                 continue
-            t = value_of(row, measure)
-            if not t or not t_default:
+            value = ratio_rounds(row, default, measure)
+            if value is None:
                 continue
             option = arm[len(LEAVE_ONE_OUT) :]
-            ratios[option] = t / t_default
+            ratios[option] = value["median"]
+            cells[option] = ratio_cell(value)
             noise = max(
                 0.01,
                 row.get(f"{measure}_spread") or 0.0,
@@ -450,12 +473,10 @@ def leave_one_out(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
             "explained": explained,
         }
         lines.append(
-            f"| {model} | {mode} | {measure} | "
-            + (f"{gap:.2f}" if gap else "-")
+            f"| {model} | {mode} | {measure} | {gap_cell} | "
+            + (", ".join(f"`{o}` {cells[o]}" for _, o in saves) or "none")
             + " | "
-            + (", ".join(f"`{o}` {r:.2f}" for r, o in saves) or "none")
-            + " | "
-            + (", ".join(f"`{o}` {r:.2f}" for r, o in costs) or "none")
+            + (", ".join(f"`{o}` {cells[o]}" for _, o in costs) or "none")
             + " | "
             + (f"{explained:.0%}" if explained is not None else "-")
             + " |"
