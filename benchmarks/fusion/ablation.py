@@ -104,16 +104,11 @@ def _held_by_fusion_only() -> dict[str, Any]:
 
 
 def _current(option: str) -> Any:
-    import torch._functorch.config
-    import torch._inductor.config
+    """The value in effect of an option named as fusion_ablation names it."""
+    from torch._inductor import fusion_ablation
 
-    obj: Any = torch._inductor.config
-    if option.startswith(FUNCTORCH):
-        obj, option = torch._functorch.config, option[len(FUNCTORCH) :]
-    *parents, name = option.split(".")
-    for parent in parents:
-        obj = getattr(obj, parent)
-    return getattr(obj, name)
+    module, name = fusion_ablation._config_of(option)
+    return getattr(module, name)
 
 
 def leave_one_out_arms(device: str) -> list[str]:

@@ -122,24 +122,16 @@ def launches_per_step(step: Callable[[], Any], device: str) -> float | None:
 
 def kernel_profile(step: Callable[[], Any], device: str) -> dict[str, float] | None:
     """Per step, from torch.profiler (GPU kernels only, memcpy and memset
-    excluded): ``launches`` and ``gpu_s``, the summed kernel durations.
+    excluded): ``launches`` and ``gpu_s``, the summed kernel durations (the
+    median of 3 steps; :func:`kernel_time_rounds` with one arm).
 
     A step whose wall time is well above ``gpu_s`` is host-bound: the GPU
     waits for launches, and fewer launches make it faster.
     """
     if device != "cuda":
         return None
-    import torch
-    from torch.profiler import profile, ProfilerActivity
-
-    steps = 3
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            step()
-        torch.cuda.synchronize()
-    kernels = [e for e in prof.events() if _is_kernel(e)]
-    busy_us = sum(e.time_range.elapsed_us() for e in kernels)
-    return {"launches": len(kernels) / steps, "gpu_s": busy_us / steps / 1e6}
+    profiled = kernel_time_rounds({"step": step}, rounds=1, per_round=3)["step"]
+    return {"launches": profiled["launches"], "gpu_s": profiled["gpu_s"]["median"]}
 
 
 def _is_kernel(event: Any) -> bool:

@@ -38,6 +38,7 @@ from measure import (  # noqa: E402
     capture_step,
     exclusive_device,
     interleaved_rounds,
+    kernel_profile,
     kernel_time_rounds,
     spread_summary,
 )
@@ -471,6 +472,11 @@ class TestAblationRounds(TestCase):
             profiled["compiled"]["gpu_s"]["median"],
             profiled["eager"]["gpu_s"]["median"],
         )
+        # The one-arm form the study and combo_micro use.
+        single = kernel_profile(compiled_step, "cuda")
+        self.assertEqual(single["launches"], 1)
+        self.assertGreater(single["gpu_s"], 0)
+        self.assertIsNone(kernel_profile(compiled_step, "cpu"))
         replay, _, why = capture_step(compiled_step)
         self.assertIsNone(why)
         x.copy_(torch.randn_like(x))
