@@ -196,6 +196,26 @@ def run_model(
     gpu_lock: str | None = None,
     rounds: int | None = None,
 ):
+    """:func:`_run_arms` with Dynamo's recompile limit raised for its duration:
+    every arm keeps its own compiled code, so Dynamo holds one cache entry per
+    arm (and per Inductor CUDA-graph variant) of each frame."""
+    import torch
+
+    limit = max(torch._dynamo.config.recompile_limit, 4 * len(arms) + 8)
+    with torch._dynamo.config.patch(recompile_limit=limit):
+        return _run_arms(name, device, shapes, train, repeats, arms, gpu_lock, rounds)
+
+
+def _run_arms(
+    name: str,
+    device: str,
+    shapes: str,
+    train: bool,
+    repeats: int,
+    arms,
+    gpu_lock: str | None,
+    rounds: int | None,
+):
     """All arms of one model and mode, in this process, compared round by round.
 
     Every arm is compiled first (each its own ``torch.compile``, its switches
@@ -237,12 +257,7 @@ def run_model(
     gpu = device == "cuda"
     rounds = rounds or (GPU_ROUNDS if gpu else 2)
     per_round = max(1, repeats // rounds)
-    # Every arm keeps its own compiled code, so Dynamo holds one cache entry
-    # per arm (and per Inductor CUDA-graph variant) of each frame.
     torch._dynamo.reset()
-    torch._dynamo.config.recompile_limit = max(
-        torch._dynamo.config.recompile_limit, 4 * len(arms) + 8
-    )
     model, inputs = build(name, device, shapes)
     if train:
         inputs = for_training(model, inputs)

@@ -417,6 +417,7 @@ class TestAblationRounds(TestCase):
         torch.compile with its switches as options, all warm before timing
         (no frame compiled while timing), the switches in effect (no_fusion
         generates more kernels than default), each arm with its rounds."""
+        limit = torch._dynamo.config.recompile_limit
         rows = ablation.run_model(
             "layer_norm_gelu",
             "cpu",
@@ -428,6 +429,8 @@ class TestAblationRounds(TestCase):
         )
         by_arm = {r["arm"]: r for r in rows}
         self.assertEqual(list(by_arm), ["eager", "no_fusion", "default"])
+        # The raised recompile limit held only while compiling.
+        self.assertEqual(torch._dynamo.config.recompile_limit, limit)
         for row in rows:
             self.assertTrue(row["matches_eager"], row)
             self.assertEqual(row["frames_compiled_while_timing"], 0)
