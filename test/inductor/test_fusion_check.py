@@ -14,6 +14,8 @@ import copy
 import functools
 import json
 import math
+import statistics
+import time
 from unittest import mock
 
 import torch
@@ -131,9 +133,84 @@ class FusionCheckTest(TestCase):
         self.assertEqual(
             set(boundary["fusible_check"]),
             {"forced", "correct", "faster", "stock_ms", "forced_ms", "speedup"}
-            | {"device", "detail"},
+            | {"device", "detail", "fused_into"},
         )
+        # the generated function holding both ops in the forced compile
+        self.assertRegex(check["fused_into"], r"^cpp_fused_")
         fusion_report.validate(json.loads(json.dumps(data)))
+
+    def test_a_step_timer_times_stock_against_forced(self):
+        """With a timer, the stock step is prepared once right after its
+        compile, each forced step after its own, and ``compare`` decides the
+        times and whether the forced compile is faster."""
+
+        class MedianTimer:
+            def __init__(self):
+                self.prepared = []
+
+            def prepare(self, step):
+                step()  # the compiled code is valid now: it runs
+                self.prepared.append(step)
+                return len(self.prepared)
+
+            def compare(self, stock, forced):
+                def ms(i):
+                    step = self.prepared[i - 1]
+                    times = []
+                    for _ in range(5):
+                        start = time.perf_counter()
+                        step()
+                        times.append(time.perf_counter() - start)
+                    return statistics.median(times) * 1e3
+
+                return {
+                    "stock_ms": ms(stock),
+                    "forced_ms": ms(forced),
+                    "faster": None,  # this timer claims no resolution
+                    "order": [stock, forced],
+                }
+
+        timer = MedianTimer()
+        data = halves_data()
+        (check,) = fusion_check.check_fusible(halves, inputs(), data, timer=timer)
+        self.assertTrue(check["forced"] and check["correct"], check["detail"])
+        self.assertEqual(check["timing"], {"order": [1, 2]})
+        self.assertIsNone(check["faster"])  # the timer's, not forced < stock
+        self.assertAlmostEqual(check["speedup"], check["stock_ms"] / check["forced_ms"])
+        self.assertEqual(len(timer.prepared), 2)
+        fusion_report.validate(json.loads(json.dumps(data)))
+
+    def test_targets_are_taken_by_predicted_gain_then_bytes(self):
+        from torch._inductor.fusion_remarks.check.harness import _targets
+
+        def boundary(name, nbytes, gain):
+            return {
+                "producer": name,
+                "consumer": name + "_c",
+                "reason": Reason.NO_SHARED_DATA.value,
+                "category": Category.HEURISTIC.value,
+                "args": {
+                    "bytes": nbytes,
+                    "producer_nodes": [name],
+                    "consumer_nodes": [name + "_c"],
+                },
+                "predicted": {"gain_s": gain},
+            }
+
+        graph = {
+            "compile_id": "0/0",
+            "boundaries": [
+                boundary("big_but_cheap", 1 << 20, 1e-6),
+                boundary("small_but_dear", 1 << 10, 5e-6),
+                boundary("unpriced", 1 << 30, None),
+            ],
+        }
+        names = [t.boundaries[0]["producer"] for t in _targets({"graphs": [graph]}, 3)]
+        self.assertEqual(names, ["small_but_dear", "big_but_cheap", "unpriced"])
+        for b in graph["boundaries"]:
+            b["predicted"]["gain_s"] = None  # priced without time: by bytes
+        names = [t.boundaries[0]["producer"] for t in _targets({"graphs": [graph]}, 3)]
+        self.assertEqual(names, ["unpriced", "big_but_cheap", "small_but_dear"])
 
     def test_force_fusion_puts_the_pair_in_one_loop_nest(self):
         (x,) = inputs()

@@ -1,11 +1,21 @@
 # Owner(s): ["module: inductor"]
-"""What a missed fusion costs (issue 17, in progress): the predicted gain of
-each boundary from a real compile's report, and the join of kernel times."""
+"""What a missed fusion costs: each boundary's predicted gain, from real
+compiles through the fork, in the JSON, the ``+fusion`` log and the pages;
+the cost model ``config.fusion_cost_model`` names; the join of kernel times."""
+
+import os
+import subprocess
+import sys
+import tempfile
+from unittest import mock
 
 import torch
 from torch._inductor import config, fusion_report
 from torch._inductor.fusion_remarks import costs
+from torch._inductor.fusion_remarks.render.html import render_html
 from torch._inductor.test_case import run_tests, TestCase
+from torch._inductor.utils import run_and_get_code
+from torch.testing._internal.logging_utils import LoggingTestCase, make_logging_test
 
 
 MODEL = costs.CostModel(
@@ -20,6 +30,10 @@ def _report(fn, *args, **patches):
     return rep.to_json()
 
 
+def sin_cos(t):
+    return t.sin().cos()
+
+
 class TestPredictedGain(TestCase):
     def test_a_chain_without_fusion_saves_a_read_and_a_write(self):
         """no_fusion puts sin and cos in kernels of their own: fusing them
@@ -27,7 +41,7 @@ class TestPredictedGain(TestCase):
         (nothing else reads it), and a launch where the two are separate
         functions (on the CPU they are loop nests of one function)."""
         x = torch.randn(1024, 256)
-        data = _report(lambda t: t.sin().cos(), x, no_fusion=True)
+        data = _report(sin_cos, x, no_fusion=True)
         (graph,) = data["graphs"]
         (boundary,) = [b for b in graph["boundaries"] if b["consumer"] == "cos"]
         size = boundary["args"]["bytes"]
@@ -72,24 +86,170 @@ class TestPredictedGain(TestCase):
 
     def test_annotate_joins_kernel_times_by_generated_name(self):
         x = torch.randn(1024, 256)
-        data = _report(lambda t: t.sin().cos(), x, no_fusion=True)
+        data = _report(sin_cos, x, no_fusion=True)
         (graph,) = data["graphs"]
         functions = sorted({k["function"] for k in graph["kernels"]})
         times = {f: 1e-3 * (i + 1) for i, f in enumerate(functions)}
         costs.annotate(data, MODEL, times)
-        self.assertEqual(data["cost_model"]["source"], "given")
+        self.assertEqual(graph["cost_model"]["source"], "given")
         for kernel in graph["kernels"]:
             self.assertEqual(kernel["hotness_s"], times[kernel["function"]])
         (boundary,) = [b for b in graph["boundaries"] if b["consumer"] == "cos"]
         # Each generated function on either side counted once.
         self.assertAlmostEqual(boundary["hotness_s"], sum(times.values()))
-        self.assertIn("gain_s", boundary["predicted"])
+        self.assertAlmostEqual(
+            boundary["predicted"]["gain_s"],
+            costs.predicted_gain(boundary, graph, MODEL)["gain_s"],
+        )
 
     def test_the_measured_cost_model_is_plausible(self):
         model = costs.measure_cost_model("cpu", nbytes=16 * 2**20, launches=50)
         self.assertGreater(model.bandwidth_bytes_per_s, 1e8)  # above 0.1 GB/s
         self.assertGreater(model.launch_s, 0)
         self.assertIn("measured", model.source)
+
+
+class TestPricedReports(TestCase):
+    """The published report carries the cost model and every boundary's gain."""
+
+    def test_every_boundary_of_a_capture_is_priced_at_the_given_model(self):
+        x = torch.randn(512, 64)
+        data = _report(sin_cos, x, no_fusion=True, fusion_cost_model="3000,2.5")
+        (graph,) = data["graphs"]
+        self.assertEqual(graph["cost_model"]["bandwidth_bytes_per_s"], 3000e9)
+        self.assertEqual(graph["cost_model"]["launch_s"], 2.5e-6)
+        self.assertTrue(graph["boundaries"])
+        for b in graph["boundaries"]:
+            p = b["predicted"]
+            expected = p["launches_saved"] * 2.5e-6 + p["bytes_saved"] / 3000e9
+            self.assertAlmostEqual(p["gain_s"], expected)
+        fusion_report.validate(data)  # raises on a violation
+
+    def test_the_default_model_is_measured_once_per_device(self):
+        costs._measured.pop("cpu", None)
+        x = torch.randn(512, 64)
+        with mock.patch.object(
+            costs, "measure_cost_model", wraps=costs.measure_cost_model
+        ) as measured:
+            first = _report(sin_cos, x, no_fusion=True)
+            second = _report(lambda t: t.exp().neg(), x, no_fusion=True)
+        self.assertEqual(measured.call_count, 1)
+        models = [d["graphs"][0]["cost_model"] for d in (first, second)]
+        self.assertEqual(models[0], models[1])
+        self.assertIn("measured", models[0]["source"])
+        self.assertGreater(models[0]["bandwidth_bytes_per_s"], 0)
+
+    def test_off_keeps_bytes_and_launches_without_time(self):
+        data = _report(
+            sin_cos, torch.randn(512, 64), no_fusion=True, fusion_cost_model="off"
+        )
+        (b,) = data["graphs"][0]["boundaries"]
+        self.assertIsNone(b["predicted"]["gain_s"])
+        self.assertEqual(b["predicted"]["bytes_saved"], 2 * b["args"]["bytes"])
+
+    def test_a_bad_config_value_or_a_failed_measurement_never_breaks_a_compile(self):
+        x = torch.randn(512, 64)
+        data = _report(sin_cos, x, no_fusion=True, fusion_cost_model="fast")
+        model = data["graphs"][0]["cost_model"]
+        self.assertIn("is not a cost model", model["source"])
+        self.assertIn("config.fusion_cost_model='fast'", model["source"])
+        self.assertIsNone(data["graphs"][0]["boundaries"][0]["predicted"]["gain_s"])
+        costs._measured.pop("cpu", None)
+        try:
+            with mock.patch.object(
+                costs, "measure_cost_model", side_effect=RuntimeError("no device")
+            ):
+                data = _report(sin_cos, x, no_fusion=True)
+        finally:
+            costs._measured.pop("cpu", None)
+        self.assertEqual(
+            data["graphs"][0]["cost_model"]["source"],
+            "not measured: RuntimeError: no device",
+        )
+
+    def test_pricing_never_changes_the_generated_code(self):
+        x = torch.randn(512, 64)
+        codes = []
+        for spec in ("measure", "off"):
+            torch._dynamo.reset()
+            with config.patch(no_fusion=True, fusion_cost_model=spec):
+                with fusion_report.capture():
+                    _, (code,) = run_and_get_code(torch.compile(sin_cos), x)
+            # (the first line names the AOT graph, numbered per process)
+            codes.append(code.split("\n", 1)[1])
+        self.assertIn("cpp_fused", codes[0])
+        self.assertEqual(codes[0], codes[1])
+
+    def test_the_pages_show_the_gain_and_the_model(self):
+        data = _report(
+            sin_cos, torch.randn(512, 64), no_fusion=True, fusion_cost_model="3000,2.5"
+        )
+        (b,) = data["graphs"][0]["boundaries"]
+        page = render_html(data)
+        self.assertIn("predicted gain</th>", page)
+        self.assertIn(f'data-gain="{b["predicted"]["gain_s"]}"', page)
+        self.assertIn("cost model: 3000 GB/s copy bandwidth, 2.5 us per launch", page)
+        self.assertNotIn('<th title="measured time per step">time</th>', page)
+        costs.annotate(
+            data,
+            costs.cost_model_for("cpu", "3000,2.5"),
+            {k["function"]: 1e-3 for k in data["graphs"][0]["kernels"]},
+        )
+        self.assertIn('<th title="measured time per step">time</th>', render_html(data))
+
+
+class TestCostLog(LoggingTestCase):
+    @make_logging_test(fusion=True)
+    def test_the_verbose_log_shows_each_boundary_s_predicted_gain(self, records):
+        torch._dynamo.reset()
+        x = torch.randn(512, 64)
+        with mock.patch.dict(os.environ, {"TORCH_LOGS": "+fusion"}):
+            with config.patch(no_fusion=True, fusion_cost_model="3000,2.5"):
+                torch.compile(sin_cos)(x)
+        text = "\n".join(r.getMessage() for r in records if r.name.endswith("__fusion"))
+        self.assertIn("(cost model: 3000 GB/s copy bandwidth, 2.5 us per launch", text)
+        # 2 x 128 KiB at 3000 GB/s, and a launch only where the two loop nests
+        # are separate functions
+        self.assertRegex(text, r"sin -> cos: no_fusion .*; predicted: saves 256\.0 KiB")
+
+    @make_logging_test(fusion=True)
+    def test_the_plain_log_keeps_its_few_lines(self, records):
+        torch._dynamo.reset()
+        with mock.patch.dict(os.environ, {"TORCH_LOGS": "fusion"}):
+            with config.patch(no_fusion=True, fusion_cost_model="3000,2.5"):
+                torch.compile(sin_cos)(torch.randn(512, 64))
+        text = "\n".join(r.getMessage() for r in records if r.name.endswith("__fusion"))
+        self.assertIn("sin -> cos: no_fusion", text)
+        self.assertNotIn("predicted", text)
+        self.assertNotIn("cost model", text)
+
+
+class TestCostModelSwitch(TestCase):
+    def test_values(self):
+        from torch._inductor import fusion_switches as s
+
+        name = s.COST_MODEL_SWITCH
+        self.assertEqual(s.env_cost_model(environ={}), "measure")
+        self.assertEqual(s.env_cost_model(environ={name: " OFF "}), "off")
+        self.assertEqual(s.env_cost_model(environ={name: "3000, 2.50"}), "3000,2.5")
+        for bad in ("fast", "3000", "0,1", "3000,-1", "a,b", "inf,1"):
+            with self.assertRaisesRegex(ValueError, f"^{name}=.* is not a cost model"):
+                s.env_cost_model(environ={name: bad})
+
+    def test_a_bad_environment_value_stops_the_import_with_one_line(self):
+        env = {**os.environ, "TORCHINDUCTOR_FUSION_COST_MODEL": "fast"}
+        done = subprocess.run(
+            [sys.executable, "-c", "import torch._inductor.config"],
+            env=env,
+            capture_output=True,
+            text=True,
+            cwd=tempfile.gettempdir(),
+        )
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn(
+            "ValueError: TORCHINDUCTOR_FUSION_COST_MODEL='fast' is not a cost model",
+            done.stderr,
+        )
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ LAYERS = {
     "recorder": 2,
     "analysis": 3,
     "render.common": 3,
-    "costs": 3,  # cost model, predicted gains, hotness over the JSON (issue 17)
+    "costs": 1,  # pricing boundaries (imports nothing of the package)
     "render.source": 4,
     "render.graphviz": 4,
     "render.text": 4,

@@ -5,7 +5,9 @@ Every environment variable the fork reads as a switch is listed here:
 * booleans (:data:`BOOL_SWITCHES`) take ``0``, ``1``, ``true`` or ``false``
   in any case; empty or unset means the default;
 * integers (:data:`INT_SWITCHES`) take a whole number; empty or unset means
-  the default.
+  the default;
+* the cost model of the fusion remarks (:data:`COST_MODEL_SWITCH`) takes
+  ``measure``, ``off`` or ``<GB/s>,<us per launch>`` (:func:`parse_cost_model`).
 
 Any other value is an error, raised as a ``ValueError`` whose message is one
 line naming the variable, the value and what is accepted.
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BOOL_SWITCHES",
+    "COST_MODEL_SWITCH",
     "FORK_DISABLE",
     "FORK_MODULES",
     "INT_SWITCHES",
@@ -41,9 +44,11 @@ __all__ = [
     "activate",
     "check_environ",
     "env_bool",
+    "env_cost_model",
     "env_int",
     "fork_disabled",
     "parse_bool",
+    "parse_cost_model",
     "parse_int",
 ]
 
@@ -66,6 +71,9 @@ INT_SWITCHES: dict[str, tuple[str, int]] = {
         0,
     ),
 }
+
+# what the fusion remarks price a missed fusion at (fusion_remarks/costs.py)
+COST_MODEL_SWITCH = "TORCHINDUCTOR_FUSION_COST_MODEL"
 
 # The modules (and packages) the fork adds to torch: with the fork off, an
 # import of one of them says so (ForkDisabledFinder).
@@ -120,6 +128,34 @@ def parse_int(name: str, value: str | None, lowest: int = 0) -> int | None:
     return number
 
 
+_ACCEPTED_COST_MODEL = (
+    "use measure (copy bandwidth and launch cost measured once per process and "
+    "device), off (bytes and launches only), or <GB/s>,<us per launch> such as "
+    "3000,2.5, or leave it empty or unset"
+)
+
+
+def parse_cost_model(name: str, value: str | None) -> str | None:
+    """``value`` of ``name`` as a cost model spec: ``"measure"``, ``"off"``
+    or ``"<GB/s>,<us>"`` (two positive numbers, normalized); None if empty or
+    unset."""
+    if value is None or not value.strip():
+        return None
+    word = value.strip().lower()
+    if word in ("measure", "off"):
+        return word
+    parts = word.split(",")
+    try:
+        numbers = [float(p) for p in parts] if len(parts) == 2 else []
+    except ValueError:
+        numbers = []
+    if len(numbers) != 2 or not all(n > 0 and n != float("inf") for n in numbers):
+        raise ValueError(
+            f"{name}={value!r} is not a cost model: {_ACCEPTED_COST_MODEL}"
+        )
+    return f"{numbers[0]:g},{numbers[1]:g}"
+
+
 def env_bool(
     name: str, default: bool = False, environ: Mapping[str, str] | None = None
 ) -> bool:
@@ -135,6 +171,16 @@ def env_int(name: str, default: int, environ: Mapping[str, str] | None = None) -
     return default if value is None else value
 
 
+def env_cost_model(
+    name: str = COST_MODEL_SWITCH,
+    default: str = "measure",
+    environ: Mapping[str, str] | None = None,
+) -> str:
+    """The cost model switch from the environment, or ``default``."""
+    value = parse_cost_model(name, _environ(environ).get(name))
+    return default if value is None else value
+
+
 def check_environ(environ: Mapping[str, str] | None = None) -> None:
     """Raise a one-line ValueError for the first switch with a bad value."""
     env = _environ(environ)
@@ -143,6 +189,7 @@ def check_environ(environ: Mapping[str, str] | None = None) -> None:
             parse_bool(name, env.get(name))
         for name, (_, lowest) in INT_SWITCHES.items():
             parse_int(name, env.get(name), lowest)
+        parse_cost_model(COST_MODEL_SWITCH, env.get(COST_MODEL_SWITCH))
     except ValueError as e:
         # raised again here, so that the traceback under the message is short
         raise ValueError(str(e)) from None

@@ -10,6 +10,9 @@ is layered; each module has one job and imports only the ones above it here:
 ``model``
     typed records (remark, pair verdict, realization, boundary, kernel, graph
     report, graph break) with ``to_json``
+``costs``
+    what a missed fusion costs: the device's cost model, each boundary's
+    predicted gain, measured kernel times joined by name
 ``recorder``
     what is recorded for the graph being compiled, and whether anyone listens
 ``analysis``

@@ -1,91 +1,189 @@
 """What a missed fusion costs: a device cost model, predicted gains, hotness.
 
-Work in progress (issue 17).  Post-processing of a fusion report's JSON, the
-way LLVM's opt-viewer reads remarks: nothing here runs during a compile.
+Prices the boundaries of a graph report's JSON, the way XLA's priority fusion
+attaches a predicted time to each decision and LLVM's remarks carry hotness:
 
 * :class:`CostModel`: the device's copy bandwidth and the time one kernel
-  launch costs, measured (:func:`measure_cost_model`) or given;
+  launch costs, measured (:func:`measure_cost_model`) or given
+  (``config.fusion_cost_model``);
 * :func:`predicted_gain`: what fusing the two kernels of one boundary would
   save: the bytes that would no longer cross memory (the consumer's read of
   the producer's buffer; the producer's write too when no other kernel reads
   it) at the copy bandwidth, and the launch of one kernel;
-* :func:`annotate`: each boundary's ``predicted`` (and, given kernel times,
-  each kernel's and boundary's ``hotness``) in the report's JSON.
+* :func:`price`: every boundary's ``predicted`` gain in one graph's JSON, at
+  the cost model ``config.fusion_cost_model`` names; the sinks call it for
+  every published graph, so the JSON, the ``+fusion`` log and the pages show it;
+* :func:`annotate`: with kernel times measured by a profiler, each kernel's and
+  boundary's ``hotness_s``, joined by generated function name.
 
-Graph outputs are not marked in the report: a buffer that is also a graph
-output is still written when fused, so the write saving is an upper bound
-there.
+Nothing here runs unless a report is being built, and nothing changes what
+Inductor generates.  Graph outputs are not marked in the report: a buffer
+that is also a graph output is still written when fused, so the write saving
+is an upper bound there.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import statistics
 import time
 from typing import Any, TYPE_CHECKING
 
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
 
-__all__ = ["CostModel", "annotate", "measure_cost_model", "predicted_gain"]
+__all__ = [
+    "CostModel",
+    "annotate",
+    "cost_model_for",
+    "measure_cost_model",
+    "predicted_gain",
+    "price",
+]
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
 class CostModel:
-    """What memory traffic and launches cost on one device."""
+    """What memory traffic and launches cost on one device.
+
+    ``bandwidth_bytes_per_s`` and ``launch_s`` are None where the model does
+    not price time (``config.fusion_cost_model = "off"``, or a measurement
+    that could not run: ``source`` says why)."""
 
     device: str
-    bandwidth_bytes_per_s: float  # a device-to-device copy: bytes read + written
-    launch_s: float  # one more kernel in a step
+    bandwidth_bytes_per_s: float | None  # a copy: bytes read + written per second
+    launch_s: float | None  # one more kernel launch in a step
     source: str  # how the numbers were obtained
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
-def measure_cost_model(
-    device: str, nbytes: int = 256 * 2**20, launches: int = 200, repeats: int = 9
-) -> CostModel:
-    """Measure the copy bandwidth (median of ``repeats`` copies of ``nbytes``)
-    and the launch cost (the median time per kernel of ``launches`` tiny
-    kernels issued back to back) on ``device``."""
+def _synchronizer(device: str) -> Callable[[], None] | None:
     import torch
 
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    src = torch.empty(nbytes // 4, dtype=torch.float32, device=device).fill_(1.0)
-    dst = torch.empty_like(src)
-    tiny = torch.zeros(1, device=device)
+    if device == "cpu":
+        return lambda: None
+    if device == "cuda":
+        return torch.cuda.synchronize
+    module = getattr(torch, device, None)
+    return getattr(module, "synchronize", None)
 
-    def timed(fn: Any) -> float:
-        times = []
-        for _ in range(repeats):
-            sync()
-            start = time.perf_counter()
+
+def measure_cost_model(
+    device: str,
+    nbytes: int = 256 * 2**20,
+    copies: int = 4,
+    launches: int = 200,
+    repeats: int = 5,
+) -> CostModel:
+    """Measure ``device``'s copy bandwidth (``copies`` back-to-back copies of
+    ``nbytes``, the median of ``repeats``) and its launch cost (the time per
+    kernel of ``launches`` one-element kernels issued back to back: the host's
+    launch rate, what a fused launch saves where a step is launch-bound)."""
+    import torch
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    sync = _synchronizer(device)
+    if sync is None:
+        raise RuntimeError(f"no way to synchronize device {device!r}")
+    with unset_fake_temporarily(), torch.no_grad():
+        src = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
+        dst = torch.empty_like(src)
+        tiny = torch.zeros(1, device=device)
+
+        def timed(fn: Callable[[], None]) -> float:
             fn()
-            sync()
-            times.append(time.perf_counter() - start)
-        return statistics.median(times)
+            times = []
+            for _ in range(repeats):
+                sync()
+                start = time.perf_counter()
+                fn()
+                sync()
+                times.append(time.perf_counter() - start)
+            return statistics.median(times)
 
-    dst.copy_(src)
-    copy_s = timed(lambda: dst.copy_(src))
+        def copy() -> None:
+            for _ in range(copies):
+                dst.copy_(src)
 
-    def chain() -> None:
-        for _ in range(launches):
-            tiny.add_(1.0)
+        def chain() -> None:
+            for _ in range(launches):
+                tiny.add_(1.0)
 
-    chain()
-    launch_s = timed(chain) / launches
+        copy_s = timed(copy) / copies
+        launch_s = timed(chain) / launches
     return CostModel(
         device=device,
-        bandwidth_bytes_per_s=2 * src.nbytes / copy_s,
+        bandwidth_bytes_per_s=2 * (nbytes // 4 * 4) / copy_s,
         launch_s=launch_s,
         source=(
-            f"measured: copy of {src.nbytes // 2**20} MiB, {launches} tiny "
-            f"kernels back to back, median of {repeats}"
+            f"measured: {copies} copies of {nbytes // 2**20} MiB and {launches} "
+            f"one-element kernels back to back, median of {repeats}"
         ),
     )
+
+
+# What a compile-time measurement moves: enough to reach a device's bandwidth
+# (tens of microseconds of copying on a GPU) and little enough to take
+# milliseconds.
+_COMPILE_TIME_BYTES = {"cpu": 16 * 2**20}
+_DEFAULT_COMPILE_TIME_BYTES = 64 * 2**20
+
+# device -> the model measured in this process (measured once: a compile-time
+# measurement on each graph would cost time and give every graph another
+# model)
+_measured: dict[str, CostModel] = {}
+
+
+def _in_stream_capture(device: str) -> bool:
+    import torch
+
+    return device == "cuda" and torch.cuda.is_current_stream_capturing()
+
+
+def cost_model_for(device: str, spec: str | None = None) -> CostModel:
+    """The cost model that ``spec`` (default: ``config.fusion_cost_model``)
+    names for ``device``.  Never raises: a bad spec or a failed measurement
+    gives a model without time whose ``source`` says why."""
+    from torch._inductor import config, fusion_switches
+
+    raw = config.fusion_cost_model if spec is None else spec
+    try:
+        value = fusion_switches.parse_cost_model("config.fusion_cost_model", raw)
+    except ValueError as e:
+        return CostModel(device, None, None, f"not priced: {e}")
+    value = value or "measure"
+    if value == "off":
+        return CostModel(device, None, None, "off (config.fusion_cost_model)")
+    if value != "measure":
+        gbps, us = (float(x) for x in value.split(","))
+        return CostModel(
+            device, gbps * 1e9, us * 1e-6, f"given: {value} (config.fusion_cost_model)"
+        )
+    if device in _measured:
+        return _measured[device]
+    if _in_stream_capture(device):
+        # a measurement would break the capture; not cached: try again later
+        return CostModel(device, None, None, "not measured: the stream is capturing")
+    try:
+        model = measure_cost_model(
+            device,
+            nbytes=_COMPILE_TIME_BYTES.get(device, _DEFAULT_COMPILE_TIME_BYTES),
+            copies=2 if device == "cpu" else 8,
+        )
+    except Exception as e:
+        log.warning(
+            "fusion remarks: could not measure a cost model on %s: %s", device, e
+        )
+        model = CostModel(device, None, None, f"not measured: {type(e).__name__}: {e}")
+    _measured[device] = model
+    return model
 
 
 def _readers(graph: Mapping[str, Any]) -> dict[str, set[str]]:
@@ -114,7 +212,8 @@ def predicted_gain(
     stays a call of its own; loop nests of one C++ function launch nothing
     apart).
     ``gain_s``: bytes over the copy bandwidth plus launches times the launch
-    cost.  ``None`` fields where the report does not price the boundary.
+    cost; None where the model prices no time.  ``None`` byte fields where
+    the report has no size for the buffer.
     """
     readers = _readers(graph) if readers is None else readers
     kinds = {k["name"]: k["kind"] for k in graph.get("kernels", [])}
@@ -141,9 +240,11 @@ def predicted_gain(
     else:
         read, write = int(size), 0
     saved = None if read is None else read + (write or 0)
-    gain = launches * model.launch_s + (
-        saved / model.bandwidth_bytes_per_s if saved else 0.0
-    )
+    gain = None
+    if model.bandwidth_bytes_per_s and model.launch_s is not None:
+        gain = launches * model.launch_s + (
+            saved / model.bandwidth_bytes_per_s if saved else 0.0
+        )
     return {
         "bytes_saved": saved,
         "read_saved": read,
@@ -151,6 +252,19 @@ def predicted_gain(
         "launches_saved": launches,
         "gain_s": gain,
     }
+
+
+def price(graph: dict[str, Any], model: CostModel | None = None) -> dict[str, Any]:
+    """Give each boundary of one graph's JSON its ``predicted`` gain, and the
+    graph its ``cost_model`` (default: :func:`cost_model_for` its device).
+    Returns ``graph``, changed in place."""
+    if model is None:
+        model = cost_model_for(str(graph.get("device") or "cpu"))
+    graph["cost_model"] = model.to_json()
+    readers = _readers(graph)
+    for b in graph.get("boundaries", []):
+        b["predicted"] = predicted_gain(b, graph, model, readers)
+    return graph
 
 
 def annotate(
@@ -162,10 +276,9 @@ def annotate(
     ``kernel_seconds`` (generated function or kernel name -> seconds per
     step, e.g. from a profiler), every kernel and boundary its ``hotness``:
     the kernel's time, and the two kernels' times of a boundary.  Returns
-    ``data`` (changed in place) with the cost model under ``cost_model``."""
-    data["cost_model"] = model.to_json()
+    ``data`` (changed in place); each graph's ``cost_model`` is ``model``."""
     for graph in data.get("graphs", []):
-        readers = _readers(graph)
+        price(graph, model)
         # A kernel's time is its generated function's (loop nests of one C++
         # function share it); a boundary's, that of the distinct functions on
         # its two sides.
@@ -176,7 +289,6 @@ def annotate(
             timed_as[kernel["name"]] = kernel.get("function") or kernel["name"]
             kernel["hotness_s"] = kernel_seconds.get(timed_as[kernel["name"]])
         for b in graph.get("boundaries", []):
-            b["predicted"] = predicted_gain(b, graph, model, readers)
             if kernel_seconds is not None:
                 names = {timed_as[k] for k in b.get("kernels", []) if k in timed_as}
                 known = [kernel_seconds[n] for n in names if n in kernel_seconds]

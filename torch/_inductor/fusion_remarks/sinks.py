@@ -13,7 +13,7 @@ from typing import Any
 
 import torch._logging
 
-from . import graph_breaks, recorder as rec
+from . import costs, graph_breaks, recorder as rec
 from .model import Remark
 from .render.text import render_evaluated_pairs, render_graph
 from .taxonomy import Kind, Reason, Stage
@@ -21,7 +21,8 @@ from .taxonomy import Kind, Reason, Stage
 
 # 2: top-level ``graph_breaks``; boundaries' ``args`` carry ``bytes`` and the
 # refused pair's ``producer_nodes``/``consumer_nodes``; ``fusible_check``.
-SCHEMA_VERSION = 2
+# 3: each graph's ``cost_model`` and each boundary's ``predicted`` gain.
+SCHEMA_VERSION = 3
 
 
 def publish(graph: dict[str, Any], cache: str | None = None) -> None:
@@ -52,14 +53,17 @@ def publish(graph: dict[str, Any], cache: str | None = None) -> None:
                 graph=graph["compile_id"],
             ).to_json()
         )
+    # (a replayed graph is priced again: the cost model is this process's)
+    costs.price(graph)
     for active in rec.captures():
         active.graphs.append(graph)
     graph_breaks.note_published(graph)
     # (the artifact is on when its logger is at DEBUG; its own filter shows
     # the DEBUG records only for TORCH_LOGS=+fusion)
     if rec.fusion_log.isEnabledFor(logging.DEBUG):
-        rec.fusion_log.info("%s", render_graph(graph))
-        if rec.verbose_log_requested():
+        verbose = rec.verbose_log_requested()
+        rec.fusion_log.info("%s", render_graph(graph, costs=verbose))
+        if verbose:
             rec.fusion_log.debug("%s", render_evaluated_pairs(graph))
     torch._logging.trace_structured(
         "artifact",

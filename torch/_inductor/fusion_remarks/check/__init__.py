@@ -22,8 +22,15 @@ model once more per checked boundary, so it is never run implicitly;
 ``benchmarks/fusion/study.py --check-fusible N`` runs it per case.
 """
 
-from .harness import check_fusible
+from .harness import check_fusible, StepTimer
 from .policy import BYPASSES, can_force, force_fusion, ForcedFusion
 
 
-__all__ = ["BYPASSES", "ForcedFusion", "can_force", "check_fusible", "force_fusion"]
+__all__ = [
+    "BYPASSES",
+    "ForcedFusion",
+    "StepTimer",
+    "can_force",
+    "check_fusible",
+    "force_fusion",
+]

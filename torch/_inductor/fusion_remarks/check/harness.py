@@ -19,7 +19,7 @@ import math
 import statistics
 import time
 from collections.abc import Mapping
-from typing import Any, TYPE_CHECKING
+from typing import Any, Protocol, TYPE_CHECKING
 
 import torch
 import torch._logging
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
 
-__all__ = ["check_fusible"]
+__all__ = ["StepTimer", "check_fusible"]
 
 fusion_log = torch._logging.getArtifactLogger(__name__, "fusion")
 
@@ -227,6 +227,25 @@ class _Harness:
         return statistics.median(times) * 1e3
 
 
+class StepTimer(Protocol):
+    """How the check times the stock and the forced compile of a model.
+
+    :meth:`prepare` is called with a step of a compiled model right after it
+    compiled and ran once (the compiled code is valid only until the next
+    compile resets Dynamo); :meth:`compare` gets what two ``prepare`` calls
+    returned, the stock compile's first, and returns at least ``stock_ms``
+    and ``forced_ms`` (per step), optionally ``faster`` (None where the
+    difference is inside the timer's noise) and anything else it measured,
+    which the check keeps under ``timing``.  The default times each step with
+    ``do_bench`` (CUDA) or ``time.perf_counter``; ``benchmarks/fusion/
+    predictions.py`` replays CUDA graphs and reads profiler kernel time,
+    stock and forced interleaved round by round."""
+
+    def prepare(self, step: Callable[[], Any]) -> Any: ...
+
+    def compare(self, stock: Any, forced: Any) -> dict[str, Any]: ...
+
+
 # ---------------------------------------------------------------------------
 # The check
 
@@ -242,9 +261,15 @@ class _Target:
     boundaries: list[dict[str, Any]]
 
     @property
-    def cost(self) -> int:
+    def cost(self) -> tuple[float, int]:
+        """The predicted gain of its costliest boundary (``costs.price``), then
+        the bytes that cross it (a report priced without time ranks by bytes)."""
         return max(
-            int((b.get("args") or {}).get("bytes") or 0) for b in self.boundaries
+            (
+                float((b.get("predicted") or {}).get("gain_s") or 0.0),
+                int((b.get("args") or {}).get("bytes") or 0),
+            )
+            for b in self.boundaries
         )
 
     @property
@@ -255,8 +280,8 @@ class _Target:
 
 
 def _targets(data: dict[str, Any], limit: int) -> list[_Target]:
-    """The heuristic boundaries to check, grouped by refused pair, costliest
-    first; pairs that can be forced before those that cannot."""
+    """The heuristic boundaries to check, grouped by refused pair, the largest
+    predicted gain first; pairs that can be forced before those that cannot."""
     groups: dict[tuple[Any, ...], _Target] = {}
     for graph in data.get("graphs", []):
         for b in graph.get("boundaries", []):
@@ -269,7 +294,9 @@ def _targets(data: dict[str, Any], limit: int) -> list[_Target]:
             if key not in groups:
                 groups[key] = _Target(graph, b["reason"], p, c, [])
             groups[key].boundaries.append(b)
-    ordered = sorted(groups.values(), key=lambda t: (not t.forceable, -t.cost))
+    ordered = sorted(
+        groups.values(), key=lambda t: (not t.forceable, -t.cost[0], -t.cost[1])
+    )
     return ordered[: max(0, limit)]
 
 
@@ -331,6 +358,9 @@ def _record(
                 "detail",
             )
         }
+        for key in ("timing", "fused_into"):
+            if check.get(key) is not None and fusible_check["forced"]:
+                fusible_check[key] = check[key]
         b["fusible_check"] = fusible_check
         if fusible_check["forced"] and fusible_check["correct"] is not None:
             b["fusible"] = bool(fusible_check["correct"])
@@ -370,12 +400,28 @@ def _forced_detail(forced: ForcedFusion) -> str:
     return "; ".join(parts)
 
 
+def _fused_into(graph: dict[str, Any], target: _Target) -> str | None:
+    """The generated function (or kernel) holding both ops of the target's
+    first boundary in the forced compile."""
+    ops = {op["name"]: op for op in graph.get("ops", [])}
+    functions = {k["name"]: k.get("function") or k["name"] for k in graph["kernels"]}
+    for b in target.boundaries:
+        p, c = ops.get(b["producer"]), ops.get(b["consumer"])
+        if p is not None and c is not None:
+            shared = [k for k in p["kernels"] if k in c["kernels"]]
+            if shared:
+                return functions.get(shared[0], shared[0])
+    return None
+
+
 def _check_one(
     harness: _Harness,
     target: _Target,
     expected: list[Any],
     stock: list[Any],
     stock_ms: float | None,
+    timer: StepTimer | None = None,
+    stock_prepared: Any = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None, bool]:
     """Compile with the target forced; the shared part of its check."""
     result: dict[str, Any] = {"stock_ms": stock_ms, "device": harness.device}
@@ -412,16 +458,27 @@ def _check_one(
         return result, graph, engaged
     correct, diff = _compare(actual, expected, stock)
     result["correct"] = correct
+    result["fused_into"] = _fused_into(graph, target)
     result["detail"] = (
         f"{detail}; {stock_kernels} -> {forced_kernels} kernels in graph "
         f"{forced.graph}; max |forced - eager| = {diff:.3g}"
     )
     try:
-        forced_ms = harness.time_ms(compiled)
+        faster = None
+        if timer is not None and stock_prepared is not None:
+            prepared = timer.prepare(lambda: harness.step(compiled))
+            timing = dict(timer.compare(stock_prepared, prepared))
+            del prepared
+            stock_ms = result["stock_ms"] = timing.pop("stock_ms")
+            forced_ms = timing.pop("forced_ms")
+            faster = timing.pop("faster", None)
+            result["timing"] = timing
+        else:
+            forced_ms = harness.time_ms(compiled)
         result["forced_ms"] = forced_ms
         if stock_ms is not None and forced_ms > 0:
             result["speedup"] = stock_ms / forced_ms
-            result["faster"] = forced_ms < stock_ms
+            result["faster"] = faster if timer is not None else forced_ms < stock_ms
     except Exception as e:
         result["detail"] += f"; timing failed: {type(e).__name__}: {e}"
     return result, graph, engaged
@@ -436,6 +493,7 @@ def check_fusible(
     compile_kwargs: dict[str, Any] | None = None,
     training: bool = False,
     repeats: int = 20,
+    timer: StepTimer | None = None,
 ) -> list[dict[str, Any]]:
     """Force up to ``max_boundaries`` heuristic boundaries of ``data`` and judge them.
 
@@ -457,6 +515,13 @@ def check_fusible(
       if with the heuristic off a legality reason (or a cycle) refuses the
       pair; unchanged (None) if it could not be forced otherwise.
 
+    ``timer`` (a :class:`StepTimer`) replaces the default timing: each
+    forced compile is then timed against the stock one by ``compare``, and
+    ``fusible_check`` also has its ``timing`` and ``fused_into`` (the
+    generated function that holds both ops).  Targets are taken in the order
+    of their predicted gain (``predicted.gain_s``, which ``costs.price``
+    gives every published boundary), then of their bytes.
+
     Returns one dict per checked boundary: its ``fusible_check`` fields plus
     ``graph``, ``producer``, ``consumer``, ``reason``, the forced pair's nodes
     and the graph's kernel counts.  A failing check never raises: the error is
@@ -471,6 +536,7 @@ def check_fusible(
     # Eager and stock-compiled results and the stock time, once, for the
     # targets that can be forced.
     setup: tuple[list[Any], list[Any]] | str | None = None
+    stock_prepared: Any = None
     try:
         for target in targets:
             result: dict[str, Any] = {"stock_ms": stock_ms, "device": harness.device}
@@ -484,7 +550,12 @@ def check_fusible(
                     expected = harness.results(model)
                     stock_fn = harness.compile()
                     setup = (expected, harness.results(stock_fn))
-                    stock_ms = result["stock_ms"] = harness.time_ms(stock_fn)
+                    if timer is not None:
+                        stock_prepared = timer.prepare(
+                            lambda fn=stock_fn: harness.step(fn)
+                        )
+                    else:
+                        stock_ms = result["stock_ms"] = harness.time_ms(stock_fn)
                     del stock_fn
                 except Exception as e:
                     setup = f"eager or stock run failed: {type(e).__name__}: {e}"
@@ -493,7 +564,7 @@ def check_fusible(
             else:
                 try:
                     result, graph, engaged = _check_one(
-                        harness, target, *setup, stock_ms
+                        harness, target, *setup, stock_ms, timer, stock_prepared
                     )
                 except Exception as e:  # never fail the caller
                     result.update(forced=False, detail=f"{type(e).__name__}: {e}")

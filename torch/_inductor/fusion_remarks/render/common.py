@@ -64,6 +64,47 @@ def fmt_bytes(n: object) -> str:
     return str(n)  # unreachable
 
 
+def fmt_seconds(s: object) -> str:
+    """A duration for people (``1.25 us``, ``3.1 ms``), or "" when ``s`` is
+    not a number."""
+    if not isinstance(s, (int, float)) or isinstance(s, bool):
+        return ""
+    for unit, scale in (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3)):
+        if abs(s) < 1000 * scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s:.3g} s"
+
+
+def fmt_predicted(predicted: object) -> str:
+    """A boundary's predicted gain in a few words (``saves 2.0 MiB and 1
+    launch: 1.3 us``), or "" when it has none."""
+    if not isinstance(predicted, dict):
+        return ""
+    parts = []
+    if predicted.get("bytes_saved"):
+        parts.append(fmt_bytes(predicted["bytes_saved"]))
+    launches = predicted.get("launches_saved") or 0
+    if launches:
+        parts.append(f"{launches} launch{'' if launches == 1 else 'es'}")
+    what = f"saves {' and '.join(parts)}" if parts else "saves nothing"
+    gain = fmt_seconds(predicted.get("gain_s"))
+    return f"{what}: {gain}" if gain and parts else what
+
+
+def fmt_cost_model(model: object) -> str:
+    """The cost model of a graph in one line."""
+    if not isinstance(model, dict):
+        return ""
+    bandwidth = model.get("bandwidth_bytes_per_s")
+    launch = model.get("launch_s")
+    if not bandwidth or launch is None:
+        return f"cost model: {model.get('source')}"
+    return (
+        f"cost model: {bandwidth / 1e9:.0f} GB/s copy bandwidth, "
+        f"{fmt_seconds(launch)} per launch ({model.get('source')})"
+    )
+
+
 def split_source(source: object) -> tuple[str, int] | None:
     """``(path, line)`` of a ``path:line`` source location, or None."""
     if not isinstance(source, str) or ":" not in source:

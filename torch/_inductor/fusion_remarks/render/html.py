@@ -36,6 +36,9 @@ from .common import (
     copied_ops,
     esc,
     fmt_bytes,
+    fmt_cost_model,
+    fmt_predicted,
+    fmt_seconds,
     GRAPH_BREAK,
     graph_anchor,
     HOW_LABELS,
@@ -491,6 +494,8 @@ def _kernel_table(
         if ends[1] is not None and len(ks) > 1:
             touching[ends[1]].append(("in", i, b))
     show_how = any(k.get("how") for k in graph.get("kernels") or [])
+    # measured GPU time per kernel (costs.annotate), where a profile was joined
+    show_time = any(k.get("hotness_s") is not None for k in graph.get("kernels") or [])
     rows = []
     for gi, group in enumerate(groups):
         records = group["records"]
@@ -564,12 +569,19 @@ def _kernel_table(
             f' data-search="{esc(" ".join(sorted(search)))}">'
             f'<td class="num">{gi}</td><td>{name_cell}</td>'
             f"<td>{esc(', '.join(kinds))}</td>{how_cell}"
-            f'<td class="ops">{_ops_cell(records, computed, copies, ops, order)}</td>'
+            + (
+                f'<td class="num">{esc(fmt_seconds(first.get("hotness_s")))}</td>'
+                if show_time
+                else ""
+            )
+            + f'<td class="ops">{_ops_cell(records, computed, copies, ops, order)}</td>'
             f"<td>{_lines_cell(lines)}</td>"
             f"<td>{_touching_cell(slug, hits)}</td><td>{code}</td></tr>"
         )
-    head = "<th>#</th><th>kernel</th><th>kind</th>" + (
-        "<th>how</th>" if show_how else ""
+    head = (
+        "<th>#</th><th>kernel</th><th>kind</th>"
+        + ("<th>how</th>" if show_how else "")
+        + ('<th title="measured time per step">time</th>' if show_time else "")
     )
     return (
         f'<div class="kernel-table"><b>Kernels</b> <span class="dim">({len(rows)} '
@@ -729,6 +741,7 @@ def _boundary_table(graph: dict[str, Any], slug: str, colours: dict[str, str]) -
             f"<td>{esc(b.get('stage'))}</td>"
             f"<td>{kernels}</td>"
             + _bytes_cell(nbytes)
+            + _gain_cell(b)
             + f'<td class="detail">{esc(b.get("detail"))}'
             + (f'<div class="args">{esc(extra)}</div>' if extra else "")
             + (f'<div class="dim">{where}</div>' if where else "")
@@ -743,8 +756,30 @@ def _boundary_table(graph: dict[str, Any], slug: str, colours: dict[str, str]) -
         '<span class="table-status"></span></summary>'
         '<table class="boundaries"><thead><tr><th>producer</th><th></th>'
         "<th>consumer</th><th>relation</th><th>reason</th><th>category</th>"
-        "<th>stage</th><th>kernels</th><th>bytes</th><th>detail</th>"
+        "<th>stage</th><th>kernels</th><th>bytes</th>"
+        '<th title="what fusing the two kernels is predicted to save">'
+        "predicted gain</th><th>detail</th>"
         "<th>fusible</th><th>fusible check</th></tr></thead><tbody>"
         + "".join(rows)
-        + "</tbody></table></details>"
+        + "</tbody></table>"
+        + (
+            f'<p class="dim">{esc(fmt_cost_model(graph["cost_model"]))}</p>'
+            if graph.get("cost_model")
+            else ""
+        )
+        + "</details>"
+    )
+
+
+def _gain_cell(boundary: dict[str, Any]) -> str:
+    """The predicted gain (and, measured, the two kernels' time) of a boundary."""
+    predicted = boundary.get("predicted")
+    gain = predicted.get("gain_s") if isinstance(predicted, dict) else None
+    text = fmt_seconds(gain) or ("-" if predicted else "")
+    hot = fmt_seconds(boundary.get("hotness_s"))
+    return (
+        f'<td class="num" title="{esc(fmt_predicted(predicted))}"'
+        f' data-gain="{esc(gain if gain is not None else "")}">{esc(text)}'
+        + (f'<div class="dim">kernels {esc(hot)}</div>' if hot else "")
+        + "</td>"
     )

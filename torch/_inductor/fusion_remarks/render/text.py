@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..model import GraphBreak
-from .common import kernel_groups
+from .common import fmt_cost_model, fmt_predicted, kernel_groups
 
 
 def _short_source(source: str | None) -> str:
@@ -61,11 +61,13 @@ def _loop_nest(
     return "; ".join(parts) or "-"
 
 
-def render_graph(graph: dict[str, Any]) -> str:
+def render_graph(graph: dict[str, Any], costs: bool = False) -> str:
     """The readable per-graph summary (the ``fusion`` log prints this).
 
     One line per kernel: per generated function, the loop nests it holds, and
-    for each what it computes and how its ops came together.
+    for each what it computes and how its ops came together.  With ``costs``
+    (``TORCH_LOGS=+fusion``), the cost model and each boundary's predicted
+    gain (``costs.price``), kept out of the default log's few lines.
     """
     ops = {op["name"]: op for op in graph["ops"]}
     order = {op["name"]: i for i, op in enumerate(graph["ops"])}
@@ -131,6 +133,8 @@ def render_graph(graph: dict[str, Any]) -> str:
     boundaries = graph["boundaries"]
     if boundaries:
         lines.append(f"  {len(boundaries)} boundaries:")
+        if costs and graph.get("cost_model"):
+            lines.append(f"    ({fmt_cost_model(graph['cost_model'])})")
     elif len(computing) > 1:
         lines.append("  no boundaries: every dependent pair of ops shares a kernel")
     for b in boundaries:
@@ -145,6 +149,11 @@ def render_graph(graph: dict[str, Any]) -> str:
             f"({b['category']}, {b['stage']})"
             + (f" [{where}]" if where else "")
             + (f": {b['detail']}" if b["detail"] else "")
+            + (
+                f"; predicted: {fmt_predicted(b['predicted'])}"
+                if costs and b.get("predicted")
+                else ""
+            )
         )
     for op in computing:
         if op.get("eliminated"):

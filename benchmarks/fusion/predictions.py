@@ -1,0 +1,634 @@
+"""Do the fusion report's predicted gains predict?  (issue 17, items 1-4, 6, 7)
+
+Per case (model, inference or training step, ``default`` mode), in a process
+of its own:
+
+1. compile under ``fusion_report.capture()``: every boundary is priced by the
+   fork (``fusion_remarks.costs``); here it is priced again at a cost model
+   measured at full size (``costs.measure_cost_model``);
+2. **hotness**: the profiler's kernel times of the compiled step, as a whole
+   step replayed from a CUDA graph and launched from the stream, joined to
+   the report's kernels by generated function name (``costs.annotate``);
+3. **measured gain**: ``fusion_check.check_fusible`` forces the top ``--top``
+   predicted heuristic boundaries one at a time, checks the result against
+   eager and times stock against forced with :class:`GraphKernelTimer`: both
+   steps captured as CUDA graphs, their GPU kernel time read by the profiler
+   in interleaved rounds; the gain is stock minus forced, with the rounds'
+   noise;
+4. the **verdict** of the whole model (``verdict.py``): eager against
+   compiled, in one line with numbers.
+
+The parent runs the cases side by side (``--jobs``; timings one at a time
+under ``--gpu-lock``), then computes the **calibration**: Spearman's rank
+correlation between predicted and measured gain over every forced, correct
+and timed boundary, and writes ``NAME.json`` (field ``spearman``), ``NAME.md``
+and the scatter plot ``NAME.png``.  ``--plot NAME.json`` writes the last two
+again from a results file.  On the CPU (tests) the timer is the check's
+default and there are no CUDA graphs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from collections.abc import Callable
+
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+
+# ---------------------------------------------------------------------------
+# Timing stock against forced
+
+
+class GraphKernelTimer:
+    """``fusion_check``'s :class:`StepTimer` for a GPU: each step captured as
+    one CUDA graph, the stock and the forced graph replayed in interleaved
+    rounds under one profiler session, GPU kernel time per step compared."""
+
+    def __init__(self, lock: str | None, rounds: int = 5, per_round: int = 10):
+        self.lock = lock
+        self.rounds = rounds
+        self.per_round = per_round
+
+    def prepare(self, step: Callable[[], Any]) -> dict[str, Any]:
+        from measure import capture_step
+
+        replay, _, why = capture_step(step)
+        return {"run": replay or step, "cuda_graph": replay is not None, "why": why}
+
+    def compare(self, stock: dict[str, Any], forced: dict[str, Any]) -> dict[str, Any]:
+        from measure import kernel_time_rounds
+
+        arms = {"stock": stock["run"], "forced": forced["run"]}
+        prof = kernel_time_rounds(
+            arms, rounds=self.rounds, per_round=self.per_round, lock=self.lock, top=400
+        )
+        s, f = prof["stock"]["gpu_s"], prof["forced"]["gpu_s"]
+        gain = s["median"] - f["median"]
+        # the resolution: how far one arm's round medians spread
+        noise = max(max(x["rounds"]) - min(x["rounds"]) for x in (s, f))
+        return {
+            "stock_ms": s["median"] * 1e3,
+            "forced_ms": f["median"] * 1e3,
+            "faster": None if abs(gain) <= noise else gain > 0,
+            "measure": "gpu kernel time"
+            + (
+                " of CUDA graph replays"
+                if stock["cuda_graph"] and forced["cuda_graph"]
+                else " (not captured: " + str(forced["why"] or stock["why"]) + ")"
+            ),
+            "gain_s": gain,
+            "noise_s": noise,
+            "stock_rounds_s": s["rounds"],
+            "forced_rounds_s": f["rounds"],
+            "launches": {
+                "stock": prof["stock"]["launches"],
+                "forced": prof["forced"]["launches"],
+            },
+            "changed_kernels": _changed_kernels(
+                prof["stock"]["kernels"], prof["forced"]["kernels"]
+            ),
+        }
+
+
+def _changed_kernels(
+    stock: list[dict[str, Any]], forced: list[dict[str, Any]], limit: int = 6
+) -> list[dict[str, Any]]:
+    """Kernels whose time per step differs most between stock and forced
+    (by name: forced compiles may renumber kernels, so a renamed kernel shows
+    as one gone and one new)."""
+    a = {k["name"]: k["s"] for k in stock}
+    b = {k["name"]: k["s"] for k in forced}
+    rows = [
+        {"name": n, "stock_s": a.get(n, 0.0), "forced_s": b.get(n, 0.0)}
+        for n in set(a) | set(b)
+    ]
+    rows.sort(key=lambda r: -abs(r["stock_s"] - r["forced_s"]))
+    return rows[:limit]
+
+
+# ---------------------------------------------------------------------------
+# Calibration
+
+
+def ranks(values: list[float]) -> list[float]:
+    """1-based ranks, ties sharing their mean rank."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            out[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def spearman(xs: list[float], ys: list[float]) -> float | None:
+    """Spearman's rank correlation (Pearson's on the ranks); None for fewer
+    than three pairs or a constant side."""
+    if len(xs) != len(ys) or len(xs) < 3:
+        return None
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = statistics.fmean(rx), statistics.fmean(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    vx = sum((a - mx) ** 2 for a in rx)
+    vy = sum((b - my) ** 2 for b in ry)
+    if vx == 0 or vy == 0:
+        return None
+    return cov / math.sqrt(vx * vy)
+
+
+def calibration_points(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One point per checked boundary that was forced, correct and timed."""
+    points = []
+    for case in cases:
+        for check in case.get("checks", []):
+            timing = check.get("timing") or {}
+            if not (check.get("forced") and check.get("correct")):
+                continue
+            if timing.get("gain_s") is None or check.get("predicted_s") is None:
+                continue
+            points.append(
+                {
+                    "case": case["case"],
+                    "boundary": f"{check['producer']} -> {check['consumer']}",
+                    "reason": check["reason"],
+                    "predicted_s": check["predicted_s"],
+                    "measured_s": timing["gain_s"],
+                    "noise_s": timing.get("noise_s") or 0.0,
+                    "bytes_saved": check.get("bytes_saved"),
+                    "launches_saved": check.get("launches_saved"),
+                }
+            )
+    return points
+
+
+def why_apart(point: dict[str, Any], check: dict[str, Any]) -> str:
+    """Why a measured gain is not what was predicted, from what was measured."""
+    timing = check.get("timing") or {}
+    measured, predicted = point["measured_s"], point["predicted_s"]
+    noise = point["noise_s"]
+    if abs(measured) <= noise:
+        return (
+            f"inside the noise: {measured * 1e6:+.1f} us against "
+            f"{noise * 1e6:.1f} us between rounds"
+        )
+    launches = timing.get("launches") or {}
+    changed = timing.get("changed_kernels") or []
+    slower = [c for c in changed if c["forced_s"] > c["stock_s"] and c["forced_s"] > 0]
+    if measured < 0 and slower:
+        c = slower[0]
+        return (
+            f"the forced compile is slower: {c['name']} takes "
+            f"{c['forced_s'] * 1e6:.1f} us against {c['stock_s'] * 1e6:.1f} us"
+        )
+    if measured > 2 * predicted:
+        return (
+            f"more than the bytes predict ({measured * 1e6:.1f} against "
+            f"{predicted * 1e6:.1f} us): launches "
+            f"{launches.get('stock', 0):.0f} -> {launches.get('forced', 0):.0f}; "
+            "forcing one pair changed other fusions too"
+        )
+    if measured < predicted / 2:
+        return (
+            f"less than predicted ({measured * 1e6:.1f} against "
+            f"{predicted * 1e6:.1f} us): the fused kernel does not run at copy "
+            "bandwidth, or the saved bytes were served from L2"
+        )
+    return "within 2x of the prediction"
+
+
+# ---------------------------------------------------------------------------
+# One case, in a child process
+
+
+def run_case(
+    name: str,
+    step: str,
+    device: str,
+    shapes: str,
+    top: int,
+    lock: str | None,
+) -> dict[str, Any]:
+    import torch
+    from measure import capture_step, exclusive_device, kernel_time_rounds
+    from models import build, compile_config, for_training, loss_of
+    from verdict import measure_verdict
+
+    from torch._inductor import fusion_report
+    from torch._inductor.fusion_remarks import check as fusion_check, costs
+
+    train = step == "training"
+    model, inputs = build(name, device, shapes)
+    if train:
+        inputs = for_training(model, inputs)
+
+    def make_step(fn: Any) -> Callable[[], Any]:
+        def run() -> Any:
+            if train:
+                model.zero_grad(set_to_none=True)
+                out = fn(*inputs)
+                loss_of(out).backward()
+                return out
+            with torch.no_grad():
+                return fn(*inputs)
+
+        return run
+
+    row: dict[str, Any] = {"case": f"{name}-{step}", "model": name, "step": step}
+    with compile_config(name):
+        eager_step = make_step(model)
+        eager_step()
+        torch._dynamo.reset()
+        compiled = torch.compile(model)
+        compiled_step = make_step(compiled)
+        with fusion_report.capture() as rep:
+            compiled_step()
+        data = rep.to_json()
+        with exclusive_device(lock):
+            model_cost = costs.measure_cost_model(device)
+        row["cost_model"] = model_cost.to_json()
+        row["compile_time_cost_model"] = (data["graphs"] or [{}])[0].get("cost_model")
+
+        # Hotness: kernel times of the compiled step, as a CUDA graph and not.
+        steps: dict[str, Callable[[], Any]] = {"eager": eager_step}
+        steps["stream"] = compiled_step
+        kernel_seconds: dict[str, float] | None = None
+        if device == "cuda":
+            replay, _, why = capture_step(compiled_step)
+            row["cuda_graph"] = why or "captured"
+            if replay is not None:
+                steps["cuda_graph"] = replay
+            prof = kernel_time_rounds(steps, rounds=3, per_round=5, lock=lock, top=400)
+            hot = prof.get("cuda_graph") or prof["stream"]
+            kernel_seconds = {k["name"]: k["s"] for k in hot["kernels"]}
+            row["profile"] = {
+                arm: {
+                    "gpu_s": p["gpu_s"]["median"],
+                    "spread": p["gpu_s"]["spread"],
+                    "launches": p["launches"],
+                }
+                for arm, p in prof.items()
+            }
+            row["hotness_source"] = (
+                "cuda_graph" if "cuda_graph" in prof else "stream (not captured)"
+            )
+            del replay
+        costs.annotate(data, model_cost, kernel_seconds)
+        row["hotness"] = hotness_summary(data, kernel_seconds)
+        row["verdict"] = measure_verdict(
+            name, step, device, eager_step, compiled_step, data, lock
+        )
+
+        timer = GraphKernelTimer(lock) if device == "cuda" else None
+        checks = fusion_check.check_fusible(
+            model, inputs, data, max_boundaries=top, training=train, timer=timer
+        )
+    row["checks"] = [_with_prediction(c, data) for c in checks]
+    row["boundaries"] = ranked_boundaries(data)
+    row["heuristic_boundaries"] = sum(
+        b["category"] == "heuristic" for g in data["graphs"] for b in g["boundaries"]
+    )
+    return row
+
+
+def _with_prediction(check: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """A check with the predicted gain of its boundary."""
+    for graph in data["graphs"]:
+        if graph["compile_id"] != check["graph"]:
+            continue
+        for b in graph["boundaries"]:
+            if (b["producer"], b["consumer"]) == (check["producer"], check["consumer"]):
+                p = b.get("predicted") or {}
+                return {
+                    **check,
+                    "predicted_s": p.get("gain_s"),
+                    "bytes_saved": p.get("bytes_saved"),
+                    "launches_saved": p.get("launches_saved"),
+                    "hotness_s": b.get("hotness_s"),
+                }
+    return dict(check, predicted_s=None)
+
+
+def hotness_summary(
+    data: dict[str, Any], kernel_seconds: dict[str, float] | None
+) -> dict[str, Any]:
+    """How much of the measured kernel time the report's kernels account for
+    (joined by generated function name), and the hottest kernels."""
+    if not kernel_seconds:
+        return {"joined_s": None}
+    functions: dict[str, list[str]] = {}
+    for graph in data["graphs"]:
+        for k in graph["kernels"]:
+            fn = k.get("function")
+            if fn:
+                functions.setdefault(fn, [])
+                if graph["compile_id"] not in functions[fn]:
+                    functions[fn].append(graph["compile_id"])
+    joined = sum(s for n, s in kernel_seconds.items() if n in functions)
+    total = sum(kernel_seconds.values())
+    top = sorted(kernel_seconds.items(), key=lambda kv: -kv[1])[:8]
+    return {
+        "total_s": total,
+        "joined_s": joined,
+        "joined_share": joined / total if total else None,
+        # a generated name in several graphs (forward and backward alike):
+        # its time is the sum over them
+        "names_in_several_graphs": sorted(
+            n for n, g in functions.items() if len(g) > 1
+        ),
+        "top": [{"name": n, "s": s, "in_report": n in functions} for n, s in top],
+    }
+
+
+def ranked_boundaries(data: dict[str, Any], limit: int = 10) -> list[dict[str, Any]]:
+    """The boundaries with the largest predicted gain."""
+    rows = [
+        {
+            "graph": g["compile_id"],
+            "boundary": f"{b['producer']} -> {b['consumer']}",
+            "reason": b["reason"],
+            "category": b["category"],
+            "predicted_s": (b.get("predicted") or {}).get("gain_s"),
+            "bytes_saved": (b.get("predicted") or {}).get("bytes_saved"),
+            "hotness_s": b.get("hotness_s"),
+        }
+        for g in data["graphs"]
+        for b in g["boundaries"]
+    ]
+    rows.sort(key=lambda r: -(r["predicted_s"] or 0.0))
+    return rows[:limit]
+
+
+# ---------------------------------------------------------------------------
+# The parent: cases side by side, the calibration, the outputs
+
+
+def summarize(cases: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+    points = calibration_points(cases)
+    rho = spearman(
+        [p["predicted_s"] for p in points], [p["measured_s"] for p in points]
+    )
+    resolved = [p for p in points if abs(p["measured_s"]) > p["noise_s"]]
+    rho_resolved = spearman(
+        [p["predicted_s"] for p in resolved], [p["measured_s"] for p in resolved]
+    )
+    checks = {
+        (c["case"], c2["producer"], c2["consumer"]): c2
+        for c in cases
+        for c2 in c.get("checks", [])
+    }
+    for p in points:
+        producer, consumer = p["boundary"].split(" -> ")
+        p["why"] = why_apart(p, checks[(p["case"], producer, consumer)])
+    return {
+        **meta,
+        "spearman": rho,
+        "spearman_outside_noise": rho_resolved,
+        "points": points,
+        "cases": cases,
+    }
+
+
+def _us(s: Any) -> str:
+    return "" if s is None else f"{s * 1e6:.1f}"
+
+
+def markdown(result: dict[str, Any]) -> str:
+    rho = result.get("spearman")
+    lines = [
+        "# Predicted against measured gain of missed fusions",
+        "",
+        f"Device: {result.get('device')}; torch {result.get('torch')}; fork "
+        f"{result.get('fork')}; shapes {result.get('shapes')}; top {result.get('top')} "
+        "predicted heuristic boundaries forced per case.",
+        "",
+        f"**Spearman's rho over {len(result['points'])} boundaries: "
+        + ("n/a" if rho is None else f"{rho:.2f}")
+        + "** (goal >= 0.7); outside the noise only: "
+        + (
+            "n/a"
+            if result.get("spearman_outside_noise") is None
+            else f"{result['spearman_outside_noise']:.2f}"
+        )
+        + f" over {sum(abs(p['measured_s']) > p['noise_s'] for p in result['points'])}.",
+        "",
+        "## Whole-model verdicts",
+        "",
+    ]
+    for case in result["cases"]:
+        if case.get("verdict"):
+            lines.append(f"- **{case['case']}**: {case['verdict']['line']}")
+    lines += [
+        "",
+        "## Checked boundaries",
+        "",
+        "| case | boundary | reason | predicted us (bytes, launches) | measured us "
+        "(noise) | legal, correct | why apart |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    by_key = {(p["case"], p["boundary"]): p for p in result["points"]}
+    for case in result["cases"]:
+        for c in case.get("checks", []):
+            b = f"{c['producer']} -> {c['consumer']}"
+            p = by_key.get((case["case"], b))
+            t = c.get("timing") or {}
+            pred = (
+                f"{_us(c.get('predicted_s'))} ({c.get('bytes_saved')}, "
+                f"{c.get('launches_saved')})"
+            )
+            meas = (
+                f"{_us(t.get('gain_s'))} ({_us(t.get('noise_s'))})"
+                if t
+                else (c.get("detail") or "")[:80]
+            )
+            legal = (
+                f"{'forced' if c.get('forced') else 'not forced'}, {c.get('correct')}"
+            )
+            lines.append(
+                f"| {case['case']} | `{b}` | {c['reason']} | {pred} | {meas} | {legal} "
+                f"| {p['why'] if p else ''} |"
+            )
+    lines += ["", "## Hotness: measured kernel time joined to the report", ""]
+    lines.append("| case | kernel time us | joined to report kernels | hottest |")
+    lines.append("|---|---|---|---|")
+    for case in result["cases"]:
+        h = case.get("hotness") or {}
+        if h.get("total_s") is None:
+            continue
+        top = h["top"][0] if h.get("top") else {}
+        lines.append(
+            f"| {case['case']} | {_us(h['total_s'])} | {h['joined_share']:.0%} | "
+            f"`{top.get('name', '')[:60]}` {_us(top.get('s'))} us |"
+        )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = result["points"]
+    fig, ax = plt.subplots(figsize=(7, 5))
+    models = sorted({p["case"] for p in points})
+    cmap = plt.get_cmap("tab20")
+    for i, case in enumerate(models):
+        mine = [p for p in points if p["case"] == case]
+        for resolved in (True, False):
+            sel = [p for p in mine if (abs(p["measured_s"]) > p["noise_s"]) == resolved]
+            if not sel:
+                continue
+            ax.scatter(
+                [p["predicted_s"] * 1e6 for p in sel],
+                [p["measured_s"] * 1e6 for p in sel],
+                label=case if resolved else None,
+                color=cmap(i % 20),
+                facecolors=None if resolved else "none",
+                edgecolors=cmap(i % 20),
+            )
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_yscale("symlog", linthresh=1)
+    ax.set_xlabel("predicted gain per step (us)")
+    ax.set_ylabel("measured gain per step (us, GPU kernel time)")
+    rho = result.get("spearman")
+    ax.set_title(
+        "Forced fusions: predicted vs measured"
+        + ("" if rho is None else f" (Spearman {rho:.2f}, n={len(points)})")
+        + "\nhollow: inside the noise between rounds",
+        fontsize=9,
+    )
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_outputs(result: dict[str, Any], json_path: Path) -> None:
+    json_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    json_path.with_suffix(".md").write_text(markdown(result))
+    if result["points"]:
+        plot(result, json_path.with_suffix(".png"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--shapes", choices=("ci", "full"), default="full")
+    parser.add_argument("--models", default="all")
+    parser.add_argument("--train", default="all", help="models also run training")
+    parser.add_argument("--top", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--gpu-lock")
+    parser.add_argument("--json", help="write NAME.json, NAME.md, NAME.png")
+    parser.add_argument("--plot", help="only write the .md and .png of this JSON")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.plot:
+        result = json.loads(Path(args.plot).read_text())
+        result = summarize(
+            result["cases"],
+            {
+                k: v
+                for k, v in result.items()
+                if k not in ("cases", "points", "spearman", "spearman_outside_noise")
+            },
+        )
+        write_outputs(result, Path(args.plot))
+        return 0
+    import torch
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if args.child:
+        row = run_case(*args.child, device, args.shapes, args.top, args.gpu_lock)
+        print("ROW " + json.dumps(row, default=str))
+        return 0
+    if args.json:
+        out = Path(args.json)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.with_suffix(".probe").write_text("")
+            out.with_suffix(".probe").unlink()
+        except OSError as e:
+            raise SystemExit(f"--json {out}: cannot write there: {e}") from None
+    if args.jobs > 1 and not args.gpu_lock:
+        raise SystemExit("--jobs N needs --gpu-lock FILE: timings must not overlap")
+    from measure import provenance
+    from models import MODELS
+
+    names = list(MODELS) if args.models == "all" else args.models.split(",")
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        raise SystemExit(f"unknown models {unknown}: choose from {', '.join(MODELS)}")
+    train = (
+        set(names) if args.train == "all" else set(args.train.split(",")) - {"none", ""}
+    )
+    cases = [(n, "inference") for n in names] + [
+        (n, "training") for n in names if n in train
+    ]
+    env = dict(
+        os.environ,
+        TORCHINDUCTOR_FX_GRAPH_CACHE="0",
+        TORCHINDUCTOR_AUTOGRAD_CACHE="0",
+        HF_HUB_OFFLINE="1",
+    )
+
+    def child(case: tuple[str, str]) -> tuple[tuple[str, str], Any]:
+        cmd = [sys.executable, __file__, "--device", device, "--shapes", args.shapes]
+        cmd += ["--top", str(args.top), "--child", *case]
+        if args.gpu_lock:
+            cmd += ["--gpu-lock", args.gpu_lock]
+        print(f"{case[0]} {case[1]} ...", file=sys.stderr, flush=True)
+        return case, subprocess.run(cmd, env=env, capture_output=True, text=True)
+
+    meta = {
+        **provenance(device),
+        "shapes": args.shapes,
+        "top": args.top,
+        "command": "python benchmarks/fusion/predictions.py "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
+    }
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    failures: list[dict[str, str]] = []
+    result: dict[str, Any] = {}
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        for case, proc in pool.map(child, cases):
+            found = [ln for ln in proc.stdout.splitlines() if ln.startswith("ROW ")]
+            if proc.returncode != 0 or not found:
+                failures.append({"case": "-".join(case), "stderr": proc.stderr[-3000:]})
+                print(proc.stderr[-3000:], file=sys.stderr)
+            else:
+                rows[case] = json.loads(found[-1][4:])
+            result = summarize(
+                [rows[c] for c in cases if c in rows], {**meta, "failures": failures}
+            )
+            if args.json:  # after every case: a cut-short run keeps its cases
+                write_outputs(result, Path(args.json))
+    for p in result.get("points", []):
+        print(
+            f"{p['case']:28} {p['boundary'][:40]:40} predicted {_us(p['predicted_s']):>8} "
+            f"measured {_us(p['measured_s']):>8} +- {_us(p['noise_s'])}"
+        )
+    print(f"spearman {result.get('spearman')} over {len(result.get('points', []))}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
