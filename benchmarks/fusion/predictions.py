@@ -260,7 +260,9 @@ def run_case(
             compiled_step()
         data = rep.to_json()
         with exclusive_device(lock):
-            model_cost = costs.measure_cost_model(device)
+            # the GPU's own cost of one more kernel: the gains are measured
+            # as GPU time of CUDA graph replays
+            model_cost = costs.measure_cost_model(device, in_cuda_graph=True)
         row["cost_model"] = model_cost.to_json()
         row["compile_time_cost_model"] = (data["graphs"] or [{}])[0].get("cost_model")
 
@@ -296,7 +298,13 @@ def run_case(
 
         timer = GraphKernelTimer(lock) if device == "cuda" else None
         checks = fusion_check.check_fusible(
-            model, inputs, data, max_boundaries=top, training=train, timer=timer
+            model,
+            inputs,
+            data,
+            max_boundaries=top,
+            training=train,
+            timer=timer,
+            stock=compiled,
         )
     row["checks"] = [_with_prediction(c, data) for c in checks]
     row["boundaries"] = ranked_boundaries(data)
@@ -528,31 +536,44 @@ def write_outputs(result: dict[str, Any], json_path: Path) -> None:
         plot(result, json_path.with_suffix(".png"))
 
 
+def replot(paths: list[Path], out: Path) -> int:
+    """The outputs again from results files, merged (the cases of several
+    device runs of one fork revision)."""
+    runs = [json.loads(p.read_text()) for p in paths]
+    derived = ("cases", "points", "spearman", "spearman_outside_noise", "failures")
+    meta = {k: v for k, v in runs[0].items() if k not in derived}
+    meta["command"] = [r.get("command") for r in runs]
+    meta["failures"] = [f for r in runs for f in r.get("failures", [])]
+    cases = [c for r in runs for c in r["cases"]]
+    write_outputs(summarize(cases, meta), out)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default=None)
     parser.add_argument("--shapes", choices=("ci", "full"), default="full")
     parser.add_argument("--models", default="all")
-    parser.add_argument("--train", default="all", help="models also run training")
+    parser.add_argument(
+        "--inference", default="all", help="of --models, those run as inference"
+    )
+    parser.add_argument(
+        "--train", default="all", help="of --models, those run as a training step"
+    )
     parser.add_argument("--top", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--gpu-lock")
     parser.add_argument("--json", help="write NAME.json, NAME.md, NAME.png")
-    parser.add_argument("--plot", help="only write the .md and .png of this JSON")
+    parser.add_argument(
+        "--plot",
+        nargs="+",
+        help="only write the outputs again from these results (several: merged "
+        "into --json)",
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.plot:
-        result = json.loads(Path(args.plot).read_text())
-        result = summarize(
-            result["cases"],
-            {
-                k: v
-                for k, v in result.items()
-                if k not in ("cases", "points", "spearman", "spearman_outside_noise")
-            },
-        )
-        write_outputs(result, Path(args.plot))
-        return 0
+        return replot([Path(p) for p in args.plot], Path(args.json or args.plot[0]))
     import torch
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -577,10 +598,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in MODELS]
     if unknown:
         raise SystemExit(f"unknown models {unknown}: choose from {', '.join(MODELS)}")
-    train = (
-        set(names) if args.train == "all" else set(args.train.split(",")) - {"none", ""}
-    )
-    cases = [(n, "inference") for n in names] + [
+
+    def chosen(spec: str) -> set[str]:
+        return set(names) if spec == "all" else set(spec.split(",")) - {"none", ""}
+
+    infer, train = chosen(args.inference), chosen(args.train)
+    cases = [(n, "inference") for n in names if n in infer] + [
         (n, "training") for n in names if n in train
     ]
     env = dict(

@@ -91,7 +91,7 @@ def verdict_line(m: dict[str, Any]) -> str:
     if gpu:
         parts.append(
             f"GPU time {gpu['compiled_s'] * 1e3:.2f} against {gpu['eager_s'] * 1e3:.2f} ms, "
-            f"{gpu['compiled_launches']:.0f} launches against {gpu['eager_launches']:.0f}, "
+            f"launches {gpu['compiled_launches']:.0f} against {gpu['eager_launches']:.0f}, "
             f"host beyond the GPU {max(0.0, m['compiled_s'] - gpu['compiled_s']) * 1e3:.2f} "
             f"against {max(0.0, m['eager_s'] - gpu['eager_s']) * 1e3:.2f} ms"
         )

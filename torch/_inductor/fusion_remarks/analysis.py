@@ -635,6 +635,14 @@ def _shared_input_boundaries(
         pb = b.origins[-1].name if b.origins else b.name
         reason = verdict.reason
         detail = f"{verdict.names[0]} + {verdict.names[1]}: {verdict.detail}"
+        args = dict(verdict.args, **_pair_sides(verdict, a.base))
+        # what both kernels read: fused, it would be read once (costs.py)
+        shared = sorted(a.reads & b.reads)
+        sizes = [buffer_bytes(name) for name in shared]
+        if shared:
+            args["shared_buffers"] = shared
+        if shared and all(size is not None for size in sizes):
+            args["bytes"] = sum(size for size in sizes if size is not None)
         out.append(
             Boundary(
                 pa,
@@ -645,7 +653,7 @@ def _shared_input_boundaries(
                 _fusible(reason),
                 detail,
                 (a.name, b.name),
-                dict(verdict.args, **_pair_sides(verdict, a.base)),
+                args,
             )
         )
         remarks.append(

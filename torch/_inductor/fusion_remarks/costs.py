@@ -81,11 +81,16 @@ def measure_cost_model(
     copies: int = 4,
     launches: int = 200,
     repeats: int = 5,
+    in_cuda_graph: bool = False,
 ) -> CostModel:
     """Measure ``device``'s copy bandwidth (``copies`` back-to-back copies of
-    ``nbytes``, the median of ``repeats``) and its launch cost (the time per
-    kernel of ``launches`` one-element kernels issued back to back: the host's
-    launch rate, what a fused launch saves where a step is launch-bound)."""
+    ``nbytes``, the median of ``repeats``) and its launch cost: the time per
+    kernel of ``launches`` one-element kernels issued back to back.  Issued
+    from the stream, that is the host's launch rate, what a fused launch saves
+    where a step is launch-bound; with ``in_cuda_graph`` the kernels are
+    replayed from one CUDA graph, and it is what one more kernel costs the
+    GPU itself (the gap and ramp between kernels), what a fusion saves in GPU
+    time under CUDA graphs."""
     import torch
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
@@ -117,14 +122,23 @@ def measure_cost_model(
                 tiny.add_(1.0)
 
         copy_s = timed(copy) / copies
-        launch_s = timed(chain) / launches
+        how = "back to back"
+        if in_cuda_graph and device == "cuda":
+            chain()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                chain()
+            launch_s = timed(graph.replay) / launches
+            how = "replayed from one CUDA graph"
+        else:
+            launch_s = timed(chain) / launches
     return CostModel(
         device=device,
         bandwidth_bytes_per_s=2 * (nbytes // 4 * 4) / copy_s,
         launch_s=launch_s,
         source=(
             f"measured: {copies} copies of {nbytes // 2**20} MiB and {launches} "
-            f"one-element kernels back to back, median of {repeats}"
+            f"one-element kernels {how}, median of {repeats}"
         ),
     )
 

@@ -494,6 +494,7 @@ def check_fusible(
     training: bool = False,
     repeats: int = 20,
     timer: StepTimer | None = None,
+    stock: Callable[..., Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Force up to ``max_boundaries`` heuristic boundaries of ``data`` and judge them.
 
@@ -515,7 +516,9 @@ def check_fusible(
       if with the heuristic off a legality reason (or a cycle) refuses the
       pair; unchanged (None) if it could not be forced otherwise.
 
-    ``timer`` (a :class:`StepTimer`) replaces the default timing: each
+    ``stock``: the stock compile of ``model`` that ``data`` was captured from,
+    if the caller still holds it (one compile fewer), else the check compiles
+    it again.  ``timer`` (a :class:`StepTimer`) replaces the default timing: each
     forced compile is then timed against the stock one by ``compare``, and
     ``fusible_check`` also has its ``timing`` and ``fused_into`` (the
     generated function that holds both ops).  Targets are taken in the order
@@ -548,7 +551,7 @@ def check_fusible(
             if setup is None:
                 try:
                     expected = harness.results(model)
-                    stock_fn = harness.compile()
+                    stock_fn = stock if stock is not None else harness.compile()
                     setup = (expected, harness.results(stock_fn))
                     if timer is not None:
                         stock_prepared = timer.prepare(
