@@ -56,7 +56,7 @@ class GraphKernelTimer:
     one CUDA graph, the stock and the forced graph replayed in interleaved
     rounds under one profiler session, GPU kernel time per step compared."""
 
-    def __init__(self, lock: str | None, rounds: int = 5, per_round: int = 10):
+    def __init__(self, lock: str | None, rounds: int = 7, per_round: int = 10):
         self.lock = lock
         self.rounds = rounds
         self.per_round = per_round
@@ -72,12 +72,23 @@ class GraphKernelTimer:
 
         arms = {"stock": stock["run"], "forced": forced["run"]}
         prof = kernel_time_rounds(
-            arms, rounds=self.rounds, per_round=self.per_round, lock=self.lock, top=400
+            arms,
+            rounds=self.rounds,
+            per_round=self.per_round,
+            lock=self.lock,
+            top=10**4,
         )
         s, f = prof["stock"]["gpu_s"], prof["forced"]["gpu_s"]
-        gain = s["median"] - f["median"]
-        # the resolution: how far one arm's round medians spread
-        noise = max(max(x["rounds"]) - min(x["rounds"]) for x in (s, f))
+        # Rounds are interleaved: the gain is the median of the per-round
+        # differences, its noise their interquartile range (a round disturbed
+        # by a process compiling beside this one moves one difference).
+        diffs = sorted(a - b for a, b in zip(s["rounds"], f["rounds"]))
+        gain = statistics.median(diffs)
+        quartiles = statistics.quantiles(diffs, n=4) if len(diffs) > 1 else [0, 0, 0]
+        noise = quartiles[2] - quartiles[0]
+        local, changed = _changed_kernels(
+            prof["stock"]["kernels"], prof["forced"]["kernels"]
+        )
         return {
             "stock_ms": s["median"] * 1e3,
             "forced_ms": f["median"] * 1e3,
@@ -90,32 +101,59 @@ class GraphKernelTimer:
             ),
             "gain_s": gain,
             "noise_s": noise,
+            "local_gain_s": local,
             "stock_rounds_s": s["rounds"],
             "forced_rounds_s": f["rounds"],
             "launches": {
                 "stock": prof["stock"]["launches"],
                 "forced": prof["forced"]["launches"],
             },
-            "changed_kernels": _changed_kernels(
-                prof["stock"]["kernels"], prof["forced"]["kernels"]
-            ),
+            "changed_kernels": changed,
         }
+
+
+def _stem(name: str) -> str:
+    """A generated kernel's name without its number (``triton_poi_fused_add_7``
+    -> ``triton_poi_fused_add``): a forced compile renumbers the kernels after
+    the one it changed."""
+    head, _, tail = name.rpartition("_")
+    return head if tail.isdigit() and head.startswith("triton_") else name
 
 
 def _changed_kernels(
     stock: list[dict[str, Any]], forced: list[dict[str, Any]], limit: int = 6
-) -> list[dict[str, Any]]:
-    """Kernels whose time per step differs most between stock and forced
-    (by name: forced compiles may renumber kernels, so a renamed kernel shows
-    as one gone and one new)."""
-    a = {k["name"]: k["s"] for k in stock}
-    b = {k["name"]: k["s"] for k in forced}
+) -> tuple[float, list[dict[str, Any]]]:
+    """The gain on the kernels the forced fusion changed, and those kernels.
+
+    Kernels are compared by name stem (:func:`_stem`) with their launches per
+    step: a stem with as many launches in both compiles is the same code, and
+    its time difference is noise left out; the stems whose launches differ
+    (the two kernels fused, the fused kernel, a kernel fused differently in
+    consequence) make the local gain: their time in the stock step minus
+    their time in the forced one."""
+
+    def by_stem(kernels: list[dict[str, Any]]) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for k in kernels:
+            entry = out.setdefault(_stem(k["name"]), [0.0, 0.0])
+            entry[0] += k["s"]
+            entry[1] += k["launches"]
+        return out
+
+    a, b = by_stem(stock), by_stem(forced)
     rows = [
-        {"name": n, "stock_s": a.get(n, 0.0), "forced_s": b.get(n, 0.0)}
+        {
+            "name": n,
+            "stock_s": a.get(n, [0.0, 0.0])[0],
+            "forced_s": b.get(n, [0.0, 0.0])[0],
+            "launches": [a.get(n, [0.0, 0.0])[1], b.get(n, [0.0, 0.0])[1]],
+        }
         for n in set(a) | set(b)
+        if abs(a.get(n, [0.0, 0.0])[1] - b.get(n, [0.0, 0.0])[1]) > 1e-9
     ]
+    local = sum(r["stock_s"] - r["forced_s"] for r in rows)
     rows.sort(key=lambda r: -abs(r["stock_s"] - r["forced_s"]))
-    return rows[:limit]
+    return local, rows[:limit]
 
 
 # ---------------------------------------------------------------------------
@@ -170,6 +208,7 @@ def calibration_points(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "predicted_s": check["predicted_s"],
                     "measured_s": timing["gain_s"],
                     "noise_s": timing.get("noise_s") or 0.0,
+                    "local_s": timing.get("local_gain_s"),
                     "bytes_saved": check.get("bytes_saved"),
                     "launches_saved": check.get("launches_saved"),
                 }
@@ -301,7 +340,8 @@ def run_case(
             model,
             inputs,
             data,
-            max_boundaries=top,
+            max_boundaries=2 * top,
+            enough_forced=top,
             training=train,
             timer=timer,
             stock=compiled,
@@ -403,9 +443,14 @@ def summarize(cases: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, An
     for p in points:
         producer, consumer = p["boundary"].split(" -> ")
         p["why"] = why_apart(p, checks[(p["case"], producer, consumer)])
+    local = [p for p in points if p.get("local_s") is not None]
+    rho_local = spearman(
+        [p["predicted_s"] for p in local], [p["local_s"] for p in local]
+    )
     return {
         **meta,
         "spearman": rho,
+        "spearman_local": rho_local,
         "spearman_outside_noise": rho_resolved,
         "points": points,
         "cases": cases,
@@ -433,7 +478,19 @@ def markdown(result: dict[str, Any]) -> str:
             if result.get("spearman_outside_noise") is None
             else f"{result['spearman_outside_noise']:.2f}"
         )
-        + f" over {sum(abs(p['measured_s']) > p['noise_s'] for p in result['points'])}.",
+        + f" over {sum(abs(p['measured_s']) > p['noise_s'] for p in result['points'])}; "
+        "on the changed kernels only (local gain): "
+        + (
+            "n/a"
+            if result.get("spearman_local") is None
+            else f"{result['spearman_local']:.2f}"
+        )
+        + ".",
+        "",
+        "Measured gain: stock minus forced GPU kernel time per step, CUDA graph "
+        "replays, median of the per-round differences (noise: their "
+        "interquartile range); local gain: the same on the kernels whose "
+        "launches differ between the two compiles.",
         "",
         "## Whole-model verdicts",
         "",
@@ -446,8 +503,8 @@ def markdown(result: dict[str, Any]) -> str:
         "## Checked boundaries",
         "",
         "| case | boundary | reason | predicted us (bytes, launches) | measured us "
-        "(noise) | legal, correct | why apart |",
-        "|---|---|---|---|---|---|---|",
+        "(noise) | local us | legal, correct | why apart |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     by_key = {(p["case"], p["boundary"]): p for p in result["points"]}
     for case in result["cases"]:
@@ -468,7 +525,8 @@ def markdown(result: dict[str, Any]) -> str:
                 f"{'forced' if c.get('forced') else 'not forced'}, {c.get('correct')}"
             )
             lines.append(
-                f"| {case['case']} | `{b}` | {c['reason']} | {pred} | {meas} | {legal} "
+                f"| {case['case']} | `{b}` | {c['reason']} | {pred} | {meas} "
+                f"| {_us(t.get('local_gain_s'))} | {legal} "
                 f"| {p['why'] if p else ''} |"
             )
     lines += ["", "## Hotness: measured kernel time joined to the report", ""]
@@ -540,8 +598,12 @@ def replot(paths: list[Path], out: Path) -> int:
     """The outputs again from results files, merged (the cases of several
     device runs of one fork revision)."""
     runs = [json.loads(p.read_text()) for p in paths]
-    derived = ("cases", "points", "spearman", "spearman_outside_noise", "failures")
-    meta = {k: v for k, v in runs[0].items() if k not in derived}
+    derived = ("cases", "points", "failures")
+    meta = {
+        k: v
+        for k, v in runs[0].items()
+        if k not in derived and not k.startswith("spearman")
+    }
     meta["command"] = [r.get("command") for r in runs]
     meta["failures"] = [f for r in runs for f in r.get("failures", [])]
     cases = [c for r in runs for c in r["cases"]]

@@ -495,6 +495,7 @@ def check_fusible(
     repeats: int = 20,
     timer: StepTimer | None = None,
     stock: Callable[..., Any] | None = None,
+    enough_forced: int | None = None,
 ) -> list[dict[str, Any]]:
     """Force up to ``max_boundaries`` heuristic boundaries of ``data`` and judge them.
 
@@ -516,6 +517,10 @@ def check_fusible(
       if with the heuristic off a legality reason (or a cycle) refuses the
       pair; unchanged (None) if it could not be forced otherwise.
 
+    ``enough_forced``: stop once this many targets were forced into one
+    kernel (many refused pairs meet a legality check once the heuristic is
+    out of the way; with ``max_boundaries`` above ``enough_forced`` the check
+    goes on down the list until enough of them could be measured).
     ``stock``: the stock compile of ``model`` that ``data`` was captured from,
     if the caller still holds it (one compile fewer), else the check compiles
     it again.  ``timer`` (a :class:`StepTimer`) replaces the default timing: each
@@ -540,8 +545,11 @@ def check_fusible(
     # targets that can be forced.
     setup: tuple[list[Any], list[Any]] | str | None = None
     stock_prepared: Any = None
+    forced_count = 0
     try:
         for target in targets:
+            if enough_forced is not None and forced_count >= enough_forced:
+                break
             result: dict[str, Any] = {"stock_ms": stock_ms, "device": harness.device}
             graph, engaged = None, False
             if not target.forceable:
@@ -572,6 +580,7 @@ def check_fusible(
                 except Exception as e:  # never fail the caller
                     result.update(forced=False, detail=f"{type(e).__name__}: {e}")
             _record(target, result, graph, engaged, checks)
+            forced_count += bool(checks[-1]["forced"])
             fusion_log.debug("fusion_check: %s", checks[-1])
     finally:
         torch._dynamo.reset()
