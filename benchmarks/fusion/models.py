@@ -38,6 +38,8 @@ class ModelSpec:
     description: str
     # torch._dynamo.config for compiling it (see compile_config).
     dynamo_config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # torch._inductor.config for compiling it (see compile_config).
+    inductor_config: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 class LastHiddenState(nn.Module):
@@ -101,6 +103,22 @@ class LayerNormGelu(nn.Module):
 class TwoAxisReductions(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x.sum(0).sum() + x.sum(1).sum()
+
+
+class SinAndCos(nn.Module):
+    """Two outputs that read x at the same index: fused, x is read once."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.sin(x), torch.cos(x)
+
+
+class ScaledHalves(nn.Module):
+    """Two outputs that read different halves of x: fused, each half is still
+    read once (upstream's no_shared_data keeps them apart)."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        half = x.shape[0] // 2
+        return x[:half] * 2, x[half:] * 3
 
 
 def _images(full: bool, batch: int, size: int) -> tuple[torch.Tensor]:
@@ -277,21 +295,69 @@ MODELS: dict[str, ModelSpec] = {
     )
 }
 
+
+def _calibration() -> dict[str, ModelSpec]:
+    """Micro-benchmarks for calibrating predicted against measured gains over
+    a range of sizes (``predictions.py --models calibration``), apart from
+    the default model set: one heuristic boundary each, legal to force.
+
+    * ``shared_read_<MiB>``: sin(x) and cos(x) kept apart by
+      ``max_fusion_size=1``; fused, x (the size given, float32) is read once
+      instead of twice and one launch is saved.
+    * ``halves_<MiB>``: ``x[:n/2] * 2`` and ``x[n/2:] * 3``, apart by
+      ``no_shared_data``; fused, only a launch is saved.
+    """
+    specs = []
+    for mib in (1, 4, 16, 64, 256):
+        rows = mib * 2**20 // 4 // 1024
+        specs.append(
+            ModelSpec(
+                f"shared_read_{mib}",
+                "calibration",
+                _micro(SinAndCos(), (rows, 1024), (8, 1024)),
+                f"sin(x), cos(x); x {mib} MiB float32; max_fusion_size=1",
+                inductor_config={"max_fusion_size": 1},
+            )
+        )
+        specs.append(
+            ModelSpec(
+                f"halves_{mib}",
+                "calibration",
+                _micro(ScaledHalves(), (rows, 1024), (8, 1024)),
+                f"x[:n/2] * 2, x[n/2:] * 3; x {mib} MiB float32",
+            )
+        )
+    return {spec.name: spec for spec in specs}
+
+
+# Not in the default set: see _calibration.
+CALIBRATION: dict[str, ModelSpec] = _calibration()
+
 # Short names used by earlier tools.
 ALIASES = {"vit": "vit_small"}
+
+
+def spec_of(name: str) -> ModelSpec:
+    """The spec of a model of the default set or of the calibration set."""
+    name = ALIASES.get(name, name)
+    spec = MODELS.get(name) or CALIBRATION.get(name)
+    if spec is None:
+        raise SystemExit(
+            f"unknown model {name!r}: choose from {', '.join(MODELS)} "
+            f"or the calibration set {', '.join(CALIBRATION)}"
+        )
+    return spec
 
 
 def build(
     name: str, device: str, shapes: str = "ci", seed: int = 0
 ) -> tuple[nn.Module, tuple[Any, ...]]:
     """The model ``name`` (eval mode) and an input batch, on ``device``."""
-    name = ALIASES.get(name, name)
-    if name not in MODELS:
-        raise SystemExit(f"unknown model {name!r}: choose from {', '.join(MODELS)}")
+    spec = spec_of(name)
     if shapes not in ("ci", "full"):
         raise SystemExit(f"unknown shapes {shapes!r}: choose ci or full")
     torch.manual_seed(seed)
-    model, inputs = MODELS[name].make(shapes == "full")
+    model, inputs = spec.make(shapes == "full")
     model = model.eval().to(device)
     return model, tuple(t.to(device) for t in inputs)
 
@@ -314,10 +380,18 @@ def for_training(model: nn.Module, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def compile_config(name: str) -> Any:
-    """A context in which to ``torch.compile`` model ``name`` (its Dynamo config)."""
-    import torch._dynamo
+    """A context in which to ``torch.compile`` model ``name`` (its Dynamo and
+    Inductor config)."""
+    import contextlib
 
-    return torch._dynamo.config.patch(MODELS[ALIASES.get(name, name)].dynamo_config)
+    import torch._dynamo
+    import torch._inductor.config
+
+    spec = spec_of(name)
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch._dynamo.config.patch(spec.dynamo_config))
+    stack.enter_context(torch._inductor.config.patch(spec.inductor_config))
+    return stack
 
 
 def loss_of(output: Any) -> torch.Tensor:

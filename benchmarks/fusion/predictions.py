@@ -211,9 +211,29 @@ def calibration_points(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "local_s": timing.get("local_gain_s"),
                     "bytes_saved": check.get("bytes_saved"),
                     "launches_saved": check.get("launches_saved"),
+                    "set": _set_of(case),
                 }
             )
     return points
+
+
+def _set_of(case: dict[str, Any]) -> str:
+    """``calibration`` for a case of the calibration sweep, else ``model set``."""
+    return "calibration" if case.get("family") == "calibration" else "model set"
+
+
+def spearman_by_set(points: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Spearman's rho over the points of each set (model set, calibration)."""
+    out = {}
+    for name in sorted({p["set"] for p in points}):
+        mine = [p for p in points if p["set"] == name]
+        out[name] = {
+            "n": len(mine),
+            "spearman": spearman(
+                [p["predicted_s"] for p in mine], [p["measured_s"] for p in mine]
+            ),
+        }
+    return out
 
 
 def why_apart(point: dict[str, Any], check: dict[str, Any]) -> str:
@@ -265,7 +285,7 @@ def run_case(
 ) -> dict[str, Any]:
     import torch
     from measure import capture_step, exclusive_device, kernel_time_rounds
-    from models import build, compile_config, for_training, loss_of
+    from models import build, compile_config, for_training, loss_of, spec_of
     from verdict import measure_verdict
 
     from torch._inductor import fusion_report
@@ -288,7 +308,12 @@ def run_case(
 
         return run
 
-    row: dict[str, Any] = {"case": f"{name}-{step}", "model": name, "step": step}
+    row: dict[str, Any] = {
+        "case": f"{name}-{step}",
+        "model": name,
+        "step": step,
+        "family": spec_of(name).family,
+    }
     with compile_config(name):
         eager_step = make_step(model)
         eager_step()
@@ -452,6 +477,7 @@ def summarize(cases: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, An
         "spearman": rho,
         "spearman_local": rho_local,
         "spearman_outside_noise": rho_resolved,
+        "spearman_by_set": spearman_by_set(points),
         "points": points,
         "cases": cases,
     }
@@ -485,7 +511,13 @@ def markdown(result: dict[str, Any]) -> str:
             if result.get("spearman_local") is None
             else f"{result['spearman_local']:.2f}"
         )
-        + ".",
+        + "."
+        + "".join(
+            f" {name}: "
+            + ("n/a" if v["spearman"] is None else f"{v['spearman']:.2f}")
+            + f" over {v['n']};"
+            for name, v in (result.get("spearman_by_set") or {}).items()
+        ),
         "",
         "Measured gain: stock minus forced GPU kernel time per step, CUDA graph "
         "replays, median of the per-round differences (noise: their "
@@ -565,6 +597,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
                 [p["predicted_s"] * 1e6 for p in sel],
                 [p["measured_s"] * 1e6 for p in sel],
                 label=case if resolved else None,
+                marker="s" if mine[0].get("set") == "calibration" else "o",
                 color=cmap(i % 20),
                 facecolors=None if resolved else "none",
                 edgecolors=cmap(i % 20),
@@ -578,7 +611,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_title(
         "Forced fusions: predicted vs measured"
         + ("" if rho is None else f" (Spearman {rho:.2f}, n={len(points)})")
-        + "\nhollow: inside the noise between rounds",
+        + "\nhollow: inside the noise between rounds; squares: calibration sweep",
         fontsize=9,
     )
     ax.legend(fontsize=6, ncol=2)
@@ -615,7 +648,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default=None)
     parser.add_argument("--shapes", choices=("ci", "full"), default="full")
-    parser.add_argument("--models", default="all")
+    parser.add_argument(
+        "--models",
+        default="all",
+        help="comma-separated names; all: the default set; calibration: the size sweep",
+    )
     parser.add_argument(
         "--inference", default="all", help="of --models, those run as inference"
     )
@@ -654,12 +691,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs > 1 and not args.gpu_lock:
         raise SystemExit("--jobs N needs --gpu-lock FILE: timings must not overlap")
     from measure import provenance
-    from models import MODELS
+    from models import CALIBRATION, MODELS
 
-    names = list(MODELS) if args.models == "all" else args.models.split(",")
-    unknown = [n for n in names if n not in MODELS]
+    # "calibration" names the calibration set (models.CALIBRATION)
+    names = []
+    for name in args.models.split(","):
+        if name == "all":
+            names += MODELS
+        elif name == "calibration":
+            names += CALIBRATION
+        else:
+            names.append(name)
+    unknown = [n for n in names if n not in MODELS and n not in CALIBRATION]
     if unknown:
-        raise SystemExit(f"unknown models {unknown}: choose from {', '.join(MODELS)}")
+        raise SystemExit(
+            f"unknown models {unknown}: choose from {', '.join(MODELS)}, "
+            f"calibration or {', '.join(CALIBRATION)}"
+        )
 
     def chosen(spec: str) -> set[str]:
         return set(names) if spec == "all" else set(spec.split(",")) - {"none", ""}

@@ -84,6 +84,31 @@ class TestPredictedGain(TestCase):
             costs.predicted_gain(boundary, graph, MODEL)["launches_saved"], 0
         )
 
+    def test_no_shared_data_saves_no_bytes_but_a_shared_read_does(self):
+        """The halves of x are read at different indices: upstream's
+        no_shared_data fires because nothing is accessed at the same index on
+        both sides, so fusing them would not read x once instead of twice.
+        Counterfactual: sin(x) and cos(x) read x at the same index; kept
+        apart by max_fusion_size=1, fusing them saves one read of x."""
+        x = torch.randn(8, 4096)
+        data = _report(lambda t: (t[:4] * 2, t[4:] * 3), x, aggressive_fusion=False)
+        (halves,) = data["graphs"][0]["boundaries"]
+        self.assertEqual(halves["reason"], "no_shared_data")
+        self.assertEqual(halves["args"]["shared_buffers"], ["arg0_1"])
+        self.assertEqual(halves["args"]["bytes"], x.numel() * 4)
+        gain = costs.predicted_gain(halves, data["graphs"][0], MODEL)
+        self.assertEqual(gain["bytes_saved"], 0)
+        self.assertIn("no_shared_data: no buffer is accessed", gain["note"])
+        self.assertAlmostEqual(gain["gain_s"], gain["launches_saved"] * 1e-6)
+        fusion_report.validate(data)
+
+        data = _report(lambda t: (t.sin(), t.cos()), x, max_fusion_size=1)
+        (shared,) = data["graphs"][0]["boundaries"]
+        self.assertEqual(shared["reason"], "exceeds_max_fusion_size")
+        gain = costs.predicted_gain(shared, data["graphs"][0], MODEL)
+        self.assertEqual(gain["read_saved"], x.numel() * 4)
+        self.assertNotIn("note", gain)
+
     def test_annotate_joins_kernel_times_by_generated_name(self):
         x = torch.randn(1024, 256)
         data = _report(sin_cos, x, no_fusion=True)

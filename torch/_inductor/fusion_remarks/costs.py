@@ -200,6 +200,11 @@ def cost_model_for(device: str, spec: str | None = None) -> CostModel:
     return model
 
 
+# Reasons that fire only where the two sides share no memory access at the
+# same index (see predicted_gain).
+_NO_COMMON_ACCESS = frozenset({"no_shared_data", "indexing_mismatch"})
+
+
 def _readers(graph: Mapping[str, Any]) -> dict[str, set[str]]:
     """Buffer -> the kernels that read it across a dependency boundary."""
     readers: dict[str, set[str]] = {}
@@ -220,7 +225,14 @@ def predicted_gain(
 
     ``bytes_saved``: for a dependency, the consumer's read of the producer's
     buffer, and the producer's write when the consumer's kernel is the only
-    one reading it; for a shared input, one read of the input.
+    one reading it; for a shared input, one read of the input.  None where
+    the boundary's reason says the two kernels share no access: upstream's
+    ``no_shared_data`` and ``indexing_mismatch`` fire when
+    ``Scheduler.score_fusion_memory`` (its own estimate of the memory
+    operations a fusion saves) is 0, i.e. no buffer is read or written at the
+    same index on both sides.  Fused, each side would still load its own
+    elements (a buffer named on both sides is read at different places), so
+    only the launch is saved; ``note`` says so.
     ``launches_saved``: 1 when both sides are generated kernels of different
     generated functions (two launches become one), else 0 (a library kernel
     stays a call of its own; loop nests of one C++ function launch nothing
@@ -245,7 +257,15 @@ def predicted_gain(
         producer_kernel
     ) == functions.get(consumer_kernel)
     launches = 1 if generated and not same_function else 0
-    if size is None:
+    note = None
+    if boundary.get("reason") in _NO_COMMON_ACCESS:
+        read = write = 0
+        note = (
+            f"{boundary['reason']}: no buffer is accessed at the same index on "
+            "both sides (upstream's score_fusion_memory is 0), so fused, each "
+            "side still moves its own bytes"
+        )
+    elif size is None:
         read = write = None
     elif boundary.get("relation") == "dependency":
         read = int(size)
@@ -259,13 +279,16 @@ def predicted_gain(
         gain = launches * model.launch_s + (
             saved / model.bandwidth_bytes_per_s if saved else 0.0
         )
-    return {
+    out: dict[str, Any] = {
         "bytes_saved": saved,
         "read_saved": read,
         "write_saved": write,
         "launches_saved": launches,
         "gain_s": gain,
     }
+    if note:
+        out["note"] = note
+    return out
 
 
 def price(graph: dict[str, Any], model: CostModel | None = None) -> dict[str, Any]:
