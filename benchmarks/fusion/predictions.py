@@ -282,6 +282,7 @@ def run_case(
     shapes: str,
     top: int,
     lock: str | None,
+    cost_model: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     import torch
     from measure import capture_step, exclusive_device, kernel_time_rounds
@@ -323,10 +324,11 @@ def run_case(
         with fusion_report.capture() as rep:
             compiled_step()
         data = rep.to_json()
-        with exclusive_device(lock):
-            # the GPU's own cost of one more kernel: the gains are measured
-            # as GPU time of CUDA graph replays
-            model_cost = costs.measure_cost_model(device, in_cuda_graph=True)
+        if cost_model is not None:
+            model_cost = costs.CostModel(**cost_model)
+        else:
+            with exclusive_device(lock):
+                model_cost = run_cost_model(device)
         row["cost_model"] = model_cost.to_json()
         row["compile_time_cost_model"] = (data["graphs"] or [{}])[0].get("cost_model")
 
@@ -377,6 +379,17 @@ def run_case(
         b["category"] == "heuristic" for g in data["graphs"] for b in g["boundaries"]
     )
     return row
+
+
+def run_cost_model(device: str) -> Any:
+    """The cost model every case of a run is priced at, measured once before
+    the cases start: measured beside compiling cases, the copy bandwidth
+    varied 750-2900 GB/s and the launch 1-10 us between cases of one H100 run.
+    On a GPU, the launch is the GPU's own cost of one more kernel in a CUDA
+    graph (the gains are measured as GPU time of CUDA graph replays)."""
+    from torch._inductor.fusion_remarks import costs
+
+    return costs.measure_cost_model(device, in_cuda_graph=device == "cuda", repeats=9)
 
 
 def _with_prediction(check: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
@@ -670,6 +683,7 @@ def main(argv: list[str] | None = None) -> int:
         "into --json)",
     )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--cost-model", help=argparse.SUPPRESS)  # JSON, to a child
     args = parser.parse_args(argv)
     if args.plot:
         return replot([Path(p) for p in args.plot], Path(args.json or args.plot[0]))
@@ -677,7 +691,14 @@ def main(argv: list[str] | None = None) -> int:
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if args.child:
-        row = run_case(*args.child, device, args.shapes, args.top, args.gpu_lock)
+        row = run_case(
+            *args.child,
+            device,
+            args.shapes,
+            args.top,
+            args.gpu_lock,
+            json.loads(args.cost_model) if args.cost_model else None,
+        )
         print("ROW " + json.dumps(row, default=str))
         return 0
     if args.json:
@@ -716,16 +737,21 @@ def main(argv: list[str] | None = None) -> int:
     cases = [(n, "inference") for n in names if n in infer] + [
         (n, "training") for n in names if n in train
     ]
+    model_cost = run_cost_model(device)
     env = dict(
         os.environ,
         TORCHINDUCTOR_FX_GRAPH_CACHE="0",
         TORCHINDUCTOR_AUTOGRAD_CACHE="0",
         HF_HUB_OFFLINE="1",
+        # the compiles price their boundaries at the same model
+        TORCHINDUCTOR_FUSION_COST_MODEL=f"{model_cost.bandwidth_bytes_per_s / 1e9:.6g},"
+        f"{model_cost.launch_s * 1e6:.6g}",
     )
 
     def child(case: tuple[str, str]) -> tuple[tuple[str, str], Any]:
         cmd = [sys.executable, __file__, "--device", device, "--shapes", args.shapes]
         cmd += ["--top", str(args.top), "--child", *case]
+        cmd += ["--cost-model", json.dumps(model_cost.to_json())]
         if args.gpu_lock:
             cmd += ["--gpu-lock", args.gpu_lock]
         print(f"{case[0]} {case[1]} ...", file=sys.stderr, flush=True)
@@ -735,6 +761,7 @@ def main(argv: list[str] | None = None) -> int:
         **provenance(device),
         "shapes": args.shapes,
         "top": args.top,
+        "cost_model": model_cost.to_json(),
         "command": "python benchmarks/fusion/predictions.py "
         + " ".join(argv if argv is not None else sys.argv[1:]),
     }
