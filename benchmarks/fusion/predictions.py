@@ -204,6 +204,7 @@ def calibration_points(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 {
                     "case": case["case"],
                     "boundary": f"{check['producer']} -> {check['consumer']}",
+                    "graph": check.get("graph"),
                     "reason": check["reason"],
                     "predicted_s": check["predicted_s"],
                     "measured_s": timing["gain_s"],
@@ -473,14 +474,15 @@ def summarize(cases: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, An
     rho_resolved = spearman(
         [p["predicted_s"] for p in resolved], [p["measured_s"] for p in resolved]
     )
+    # forward and backward graphs of a training step may share op names
     checks = {
-        (c["case"], c2["producer"], c2["consumer"]): c2
+        (c["case"], c2.get("graph"), c2["producer"], c2["consumer"]): c2
         for c in cases
         for c2 in c.get("checks", [])
     }
     for p in points:
         producer, consumer = p["boundary"].split(" -> ")
-        p["why"] = why_apart(p, checks[(p["case"], producer, consumer)])
+        p["why"] = why_apart(p, checks[(p["case"], p.get("graph"), producer, consumer)])
     local = [p for p in points if p.get("local_s") is not None]
     rho_local = spearman(
         [p["predicted_s"] for p in local], [p["local_s"] for p in local]
@@ -551,11 +553,11 @@ def markdown(result: dict[str, Any]) -> str:
         "(noise) | local us | legal, correct | why apart |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    by_key = {(p["case"], p["boundary"]): p for p in result["points"]}
+    by_key = {(p["case"], p.get("graph"), p["boundary"]): p for p in result["points"]}
     for case in result["cases"]:
         for c in case.get("checks", []):
             b = f"{c['producer']} -> {c['consumer']}"
-            p = by_key.get((case["case"], b))
+            p = by_key.get((case["case"], c.get("graph"), b))
             t = c.get("timing") or {}
             pred = (
                 f"{_us(c.get('predicted_s'))} ({c.get('bytes_saved')}, "
@@ -564,7 +566,8 @@ def markdown(result: dict[str, Any]) -> str:
             meas = (
                 f"{_us(t.get('gain_s'))} ({_us(t.get('noise_s'))})"
                 if t
-                else (c.get("detail") or "")[:80]
+                # a '|' (max |forced - eager|) would end the table cell
+                else (c.get("detail") or "")[:80].replace("|", "\\|")
             )
             legal = (
                 f"{'forced' if c.get('forced') else 'not forced'}, {c.get('correct')}"

@@ -2,7 +2,7 @@
 """The JSON Schema of fusion reports: real captures match it, broken ones do not.
 
 ``torch/_inductor/fusion_report_schema.json`` describes what
-``fusion_report.capture().to_json()`` returns (schema version 2).  Real captures
+``fusion_report.capture().to_json()`` returns (schema version 3).  Real captures
 of a pointwise+reduction function, a training step and a function with a graph
 break must validate; corrupted documents must be rejected with a message that
 names the path of each violation; and the schema's closed sets (reason codes,
