@@ -359,8 +359,23 @@ def run_case(
             del replay
         costs.annotate(data, model_cost, kernel_seconds)
         row["hotness"] = hotness_summary(data, kernel_seconds)
+
+        def recompile(config: dict[str, Any]) -> Callable[[], Any]:
+            # Options make a backend of their own: Dynamo does not hand this
+            # compile the stock one's cache entry.
+            alt = make_step(torch.compile(model, options=config))
+            alt()
+            return alt
+
         row["verdict"] = measure_verdict(
-            name, step, device, eager_step, compiled_step, data, lock
+            name,
+            step,
+            device,
+            eager_step,
+            compiled_step,
+            data,
+            lock,
+            recompile=recompile,
         )
 
         timer = GraphKernelTimer(lock) if device == "cuda" else None

@@ -665,6 +665,118 @@ class TestVerdict(TestCase):
         self.assertIn("host op time", line)
         self.assertIn("which the compiled graphs compute in generated kernels", line)
 
+    def test_suspects_apply_to_the_ops_of_the_graphs(self):
+        self.assertEqual(
+            [s.option for s in verdict.suspects_for(CONV_RELU)],
+            ["layout_optimization"],
+        )
+        no_conv = {
+            "graphs": [
+                {**g, "ops": [o for o in g["ops"] if o["name"] != "convolution"]}
+                for g in CONV_RELU["graphs"]
+            ]
+        }
+        self.assertEqual(verdict.suspects_for(no_conv), [])
+
+    def test_verdict_line_says_where_the_library_op_time_went_and_the_suspects(self):
+        m = {
+            "eager_s": 10e-3,
+            "compiled_s": 25e-3,
+            "profiled_steps": 3,
+            "dominant": {"op": "aten::mkldnn_convolution", "share": 0.8, "calls": 3},
+            "compile": verdict.what_compile_did("aten::mkldnn_convolution", CONV_RELU),
+            "dominant_s": {"eager": 8e-3, "compiled": 15e-3},
+            "suspects": [
+                {
+                    "option": "layout_optimization",
+                    "value": False,
+                    "why": "because",
+                    "eager_s": 11e-3,
+                    "stock_s": 24e-3,
+                    "compiled_s": 10e-3,
+                }
+            ],
+        }
+        self.assertEqual(
+            verdict.verdict_line(m),
+            "compiled 0.40x eager (25.00 against 10.00 ms per step); eager spends "
+            "80% of its host op time in aten::mkldnn_convolution (1 per step), "
+            "which the compiled graphs still call (1 library calls among 3 "
+            "kernels); it takes 15.00 ms per step compiled against 8.00 ms eager, "
+            "the rest of the step 10.00 against 2.00 ms; with "
+            "layout_optimization=False compiled takes 10.00 ms, 1.10x eager, "
+            "against 24.00 ms with it on, in the same rounds (because)",
+        )
+
+    def test_a_slower_conv_step_is_timed_without_its_suspect(self):
+        """Two convolutions at batch 2 on the CPU: the compile lays them out
+        channels-last and converts the weights on every step.  The verdict
+        recompiles without layout optimization, and that compile's
+        convolutions keep the contiguous layout."""
+        from torch._inductor import fusion_report
+        from torch._inductor.utils import run_and_get_code
+
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(128, 128, 3, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.Conv2d(128, 128, 3, padding=1),
+        ).eval()
+        x = torch.randn(2, 128, 16, 16)
+        torch._dynamo.reset()
+        compiled = torch.compile(model)
+        with torch.no_grad(), fusion_report.capture() as rep:
+            _, (stock_code,) = run_and_get_code(compiled, x)
+        codes = {}
+
+        def recompile(config):
+            alt = torch.compile(model, options=config)
+            with torch.no_grad():
+                _, (codes[tuple(config.items())],) = run_and_get_code(alt, x)
+
+            def step():
+                with torch.no_grad():
+                    return alt(x)
+
+            return step
+
+        def eager_step():
+            with torch.no_grad():
+                return model(x)
+
+        def compiled_step():
+            with torch.no_grad():
+                return compiled(x)
+
+        m = verdict.measure_verdict(
+            "two_convs",
+            "inference",
+            "cpu",
+            eager_step,
+            compiled_step,
+            rep.to_json(),
+            rounds=2,
+            per_round=3,
+            recompile=recompile,
+        )
+        # The stock compile's convolutions write channels-last outputs.
+        channels_last = str(
+            tuple(x.contiguous(memory_format=torch.channels_last).stride())
+        )
+        self.assertIn(channels_last, stock_code)
+        self.assertEqual(m["compile"]["library_calls"], 2, msg=str(m["dominant"]))
+        self.assertGreater(m["dominant_s"]["compiled"], 0)
+        self.assertGreater(m["dominant_s"]["eager"], 0)
+        if not m["slower"]:
+            self.assertNotIn("suspects", m)
+            self.skipTest("compiled was not slower on this machine")
+        self.assertEqual(list(codes), [(("layout_optimization", False),)])
+        self.assertNotIn(channels_last, codes[(("layout_optimization", False),)])
+        (suspect,) = m["suspects"]
+        self.assertEqual(suspect["option"], "layout_optimization")
+        self.assertGreater(suspect["compiled_s"], 0)
+        self.assertIn("with layout_optimization=False compiled takes", m["line"])
+
     @unittest.skipIf(not TEST_CUDA, "needs a CUDA device")
     def test_measure_verdict_on_cuda_counts_launches(self):
         """On a GPU, eager launches sin, cos and add; the compile one kernel."""
