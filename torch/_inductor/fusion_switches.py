@@ -61,6 +61,7 @@ BOOL_SWITCHES: dict[str, str] = {
     "TORCHINDUCTOR_LAUNCH_BOUND_COMBO_KERNELS": (
         "torch._inductor.config.launch_bound_combo_kernels"
     ),
+    "TORCHINDUCTOR_ONE_PASS_REDUCTIONS": "torch._inductor.config.one_pass_reductions",
     FORK_DISABLE: "the fusion fork itself (1: stock torch)",
 }
 
@@ -69,6 +70,10 @@ INT_SWITCHES: dict[str, tuple[str, int]] = {
     "TORCHINDUCTOR_LAUNCH_BOUND_COMBO_MAX_BYTES": (
         "torch._inductor.config.launch_bound_combo_max_bytes",
         0,
+    ),
+    "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_ELEMENTS_PER_THREAD": (
+        "torch._inductor.config.one_pass_reductions_elements_per_thread",
+        1,
     ),
 }
 
@@ -87,6 +92,7 @@ FORK_MODULES: tuple[str, ...] = (
     "torch._inductor.fusion_switches",
     "torch._inductor.fx_fusion",
     "torch._inductor.launch_bound_combo",
+    "torch._inductor.one_pass_reductions",
     "torch._inductor.release_compat",
 )
 

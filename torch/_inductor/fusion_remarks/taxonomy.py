@@ -42,6 +42,8 @@ class Stage(str, enum.Enum):
     FX_FUSION = "fx_fusion"
     # The optional launch-bound combo-kernel pass (launch_bound_combo.py).
     LAUNCH_BOUND_COMBO = "launch_bound_combo"
+    # The optional one-pass reduction pass (one_pass_reductions.py).
+    ONE_PASS_REDUCTION = "one_pass_reduction"
 
 
 _L, _H, _B, _C, _N, _F, _A = (
@@ -176,6 +178,12 @@ class Reason(str, enum.Enum):
     # The launch-bound combo-kernel pass (launch_bound_combo.py).
     COMBINED_LAUNCH_BOUND = "combined_launch_bound"
     COMBO_NOT_LAUNCH_BOUND = "combo_not_launch_bound"
+    # The one-pass reduction pass (one_pass_reductions.py).
+    ONE_PASS_ROW_ON_CHIP = "one_pass_row_on_chip"
+    ONE_PASS_ROW_TOO_LONG = "one_pass_row_too_long"
+    ONE_PASS_TOO_FEW_ROWS = "one_pass_too_few_rows"
+    ONE_PASS_DYNAMIC_ROW = "one_pass_dynamic_row"
+    ONE_PASS_ROWS_NOT_CONTIGUOUS = "one_pass_rows_not_contiguous"
 
     @property
     def category(self) -> Category:
@@ -550,6 +558,26 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     R.COMBO_NOT_LAUNCH_BOUND: (
         _H,
         "config.launch_bound_combo_kernels kept an independent kernel out of a combo kernel: it moves more bytes than config.launch_bound_combo_max_bytes, so sharing block sizes could cost more than the launch saved",
+    ),
+    R.ONE_PASS_ROW_ON_CHIP: (
+        _F,
+        "config.one_pass_reductions made a softmax-class kernel (a reduction whose row a later phase of the same kernel reads again) read each row once: the row is held in the registers of one thread block instead of being read once per phase",
+    ),
+    R.ONE_PASS_ROW_TOO_LONG: (
+        _B,
+        "config.one_pass_reductions kept a softmax-class kernel's passes: its row has more elements than one thread block holds in registers (32 warps times config.one_pass_reductions_elements_per_thread per thread)",
+    ),
+    R.ONE_PASS_TOO_FEW_ROWS: (
+        _H,
+        "config.one_pass_reductions kept a softmax-class kernel's passes: it has fewer rows than the GPU has multiprocessors, so one block per row would leave most of them idle",
+    ),
+    R.ONE_PASS_DYNAMIC_ROW: (
+        _B,
+        "config.one_pass_reductions kept a softmax-class kernel's passes: the row length is not static, and a persistent reduction needs a static block size",
+    ),
+    R.ONE_PASS_ROWS_NOT_CONTIGUOUS: (
+        _B,
+        "config.one_pass_reductions kept a softmax-class kernel's passes: the reduced dim is not the contiguous innermost one, or the kernel is tiled, and one block per row would read memory uncoalesced",
     ),
 }
 del R

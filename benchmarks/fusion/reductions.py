@@ -1,0 +1,362 @@
+"""Softmax-class reductions against copy bandwidth: the one-pass pass and the rest.
+
+A softmax, log-softmax, cross-entropy, layer norm or RMS norm has to read its
+input once and write its output once; a copy of the input moves the same
+bytes and is the ceiling.  This sweeps row lengths (powers of two from 512
+to 262144 and the vocabulary widths 50257 and 128256), row counts, dtypes,
+forward and forward+backward, and times each arm:
+
+* ``eager``; ``default`` (Inductor as shipped); ``two_pass``
+  (``online_softmax=False``); ``max_autotune`` (``max-autotune-no-cudagraphs``);
+  ``fx_fusion`` (the FX fusion arm); ``one_pass``
+  (``config.one_pass_reductions``, torch/_inductor/one_pass_reductions.py).
+
+Per case and arm: the median time (``triton.testing.do_bench`` on a GPU,
+``perf_counter`` on the CPU), the least bytes the op needs (each input read
+once, each output written once; forward+backward adds the backward's reads
+and its gradient), their bandwidth as a fraction of a device copy of the
+input timed alike, the largest difference to a float32 eager reference, and
+for ``one_pass`` the reason code of each of its remarks.
+
+    python benchmarks/fusion/reductions.py --device cuda --ops softmax \\
+        --dtypes bfloat16 --json benchmarks/results/reductions_h100.json --plot
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from collections.abc import Callable
+
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+ROW_LENGTHS = (
+    512,
+    1024,
+    2048,
+    4096,
+    8192,
+    16384,
+    32768,
+    50257,
+    65536,
+    128256,
+    131072,
+    262144,
+)
+ARMS = ("eager", "default", "two_pass", "max_autotune", "fx_fusion", "one_pass")
+OPS = ("softmax", "log_softmax", "cross_entropy", "layer_norm", "rms_norm")
+
+# Inductor config and compile arguments of each compiled arm.
+ARM_CONFIG: dict[str, dict[str, Any]] = {
+    "default": {},
+    "two_pass": {"online_softmax": False},
+    "max_autotune": {},
+    "fx_fusion": {},
+    "one_pass": {"one_pass_reductions": True},
+}
+ARM_COMPILE: dict[str, dict[str, Any]] = {
+    "max_autotune": {"mode": "max-autotune-no-cudagraphs"},
+    "fx_fusion": {"backend": "fx_fusion"},
+}
+
+
+def op_fn(op: str) -> Callable[..., Any]:
+    import torch
+    import torch.nn.functional as F
+
+    return {
+        "softmax": lambda x: torch.softmax(x, -1),
+        "log_softmax": lambda x: torch.log_softmax(x, -1),
+        "cross_entropy": lambda x, t: F.cross_entropy(x, t),
+        "layer_norm": lambda x: F.layer_norm(x, (x.shape[-1],)),
+        "rms_norm": lambda x: F.rms_norm(x, (x.shape[-1],)),
+    }[op]
+
+
+def least_bytes(op: str, rows: int, row: int, itemsize: int, backward: bool) -> int:
+    """Bytes a perfect kernel moves: the row data read once and written once
+    (cross-entropy writes a scalar and reads its targets); with backward,
+    the backward's reads (the saved input or output and the incoming
+    gradient; cross-entropy's is a scalar) and the input's gradient."""
+    n = rows * row * itemsize
+    if op == "cross_entropy":
+        forward = n + rows * 8
+        return forward + (n + rows * 8 + n if backward else 0)
+    forward = 2 * n
+    return forward + (3 * n if backward else 0)
+
+
+def rows_for(row: int, total_elements: int) -> int:
+    return max(1, total_elements // row)
+
+
+def make_inputs(op: str, rows: int, row: int, dtype: Any, device: str) -> list[Any]:
+    import torch
+
+    x = torch.randn(rows, row, device=device, dtype=dtype) * 4
+    if op == "cross_entropy":
+        return [x, torch.randint(0, row, (rows,), device=device)]
+    return [x]
+
+
+def step_of(fn: Callable[..., Any], inputs: list[Any], backward: bool) -> Any:
+    import torch
+
+    if not backward:
+        return lambda: fn(*inputs)
+    x = inputs[0]
+    grad = None
+
+    def step() -> Any:
+        nonlocal grad
+        out = fn(x.requires_grad_(True), *inputs[1:])
+        if grad is None:
+            # The same incoming gradient for every arm and the reference.
+            seeded = torch.Generator(device=out.device).manual_seed(1)
+            grad = torch.randn(
+                out.shape, generator=seeded, device=out.device, dtype=torch.float32
+            ).to(out.dtype)
+        return torch.autograd.grad(out, x, grad)[0]
+
+    return step
+
+
+def median_seconds(device: str, fn: Callable[[], Any]) -> float:
+    if device == "cuda":
+        import triton.testing
+
+        return triton.testing.do_bench(fn, return_mode="median") / 1e3
+    fn()
+    times = []
+    for _ in range(10):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def run_case(
+    device: str,
+    op: str,
+    row: int,
+    rows: int,
+    dtype_name: str,
+    backward: bool,
+    arms: list[str],
+) -> dict[str, Any]:
+    import torch
+    from torch._inductor import fusion_report
+
+    dtype = getattr(torch, dtype_name)
+    torch.manual_seed(0)
+    inputs = make_inputs(op, rows, row, dtype, device)
+    fn = op_fn(op)
+    reference_inputs = [inputs[0].float(), *inputs[1:]]
+    expected = step_of(fn, reference_inputs, backward)()
+    x = inputs[0]
+    copy_s = median_seconds(device, lambda: x.clone())
+    copy_bw = 2 * x.numel() * x.element_size() / copy_s
+    nbytes = least_bytes(op, rows, row, x.element_size(), backward)
+    case: dict[str, Any] = {
+        "op": op,
+        "row": row,
+        "rows": rows,
+        "dtype": dtype_name,
+        "pass": "forward+backward" if backward else "forward",
+        "bytes": nbytes,
+        "copy_s": copy_s,
+        "arms": {},
+    }
+    for arm in arms:
+        entry: dict[str, Any] = {}
+        try:
+            torch._dynamo.reset()
+            patch = {"fx_graph_cache": False, **ARM_CONFIG.get(arm, {})}
+            with torch._inductor.config.patch(patch):
+                compiled = (
+                    fn
+                    if arm == "eager"
+                    else torch.compile(fn, **ARM_COMPILE.get(arm, {}))
+                )
+                step = step_of(compiled, inputs, backward)
+                with fusion_report.capture() as rep:
+                    out = step()
+                seconds = median_seconds(device, step)
+            entry["s"] = seconds
+            entry["fraction_of_copy"] = (nbytes / seconds) / copy_bw
+            entry["max_abs_diff"] = float((out.float() - expected.float()).abs().max())
+            if arm == "one_pass":
+                entry["remarks"] = sorted(
+                    {
+                        r["reason"]
+                        for g in rep.to_json()["graphs"]
+                        for r in g["remarks"]
+                        if r["stage"] == "one_pass_reduction"
+                    }
+                )
+        except Exception as e:  # one failing arm must not lose the sweep
+            entry["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+        case["arms"][arm] = entry
+    return case
+
+
+def sweep(args: argparse.Namespace) -> dict[str, Any]:
+    from measure import provenance
+
+    cases = []
+    deadline = time.monotonic() + args.deadline_s if args.deadline_s else None
+    for op in args.ops:
+        for dtype_name in args.dtypes:
+            for backward in args.backward:
+                for row in args.rows:
+                    for rows in args.row_counts or [rows_for(row, args.total)]:
+                        if deadline is not None and time.monotonic() > deadline:
+                            return {"cases": cases, "stopped": "deadline"}
+                        case = run_case(
+                            args.device, op, row, rows, dtype_name, backward, args.arms
+                        )
+                        print(summary_line(case), flush=True)
+                        cases.append(case)
+                        if args.json:
+                            write(args, cases)
+    result = {"provenance": provenance(args.device), "cases": cases}
+    return result
+
+
+def summary_line(case: dict[str, Any]) -> str:
+    parts = [
+        f"{case['op']} {case['rows']}x{case['row']} {case['dtype']} {case['pass']}:"
+        f" copy {case['copy_s'] * 1e6:.0f} us"
+    ]
+    for arm, e in case["arms"].items():
+        if "s" in e:
+            parts.append(f"{arm} {e['s'] * 1e6:.0f} us ({e['fraction_of_copy']:.0%})")
+        else:
+            parts.append(f"{arm} error")
+    return ", ".join(parts)
+
+
+def markdown(result: dict[str, Any]) -> str:
+    cases = result["cases"]
+    arms = [a for a in ARMS if any(a in c["arms"] for c in cases)]
+    lines = [
+        "# Softmax-class reductions: time and fraction of copy bandwidth",
+        "",
+        "Time in us (fraction of a device copy's bandwidth at the least bytes "
+        "the op needs). `one_pass` lists its remark codes.",
+        "",
+        "| op | rows x row | dtype | pass | copy us | "
+        + " | ".join(arms)
+        + " | one_pass remarks |",
+        "|---|---|---|---|---|" + "---|" * len(arms) + "---|",
+    ]
+    for c in cases:
+        cells = []
+        for arm in arms:
+            e = c["arms"].get(arm, {})
+            if "s" in e:
+                cells.append(f"{e['s'] * 1e6:.0f} ({e['fraction_of_copy']:.0%})")
+            else:
+                cells.append("error" if "error" in e else "")
+        remarks = ", ".join(c["arms"].get("one_pass", {}).get("remarks", []))
+        lines.append(
+            f"| {c['op']} | {c['rows']}x{c['row']} | {c['dtype']} | {c['pass']} | "
+            f"{c['copy_s'] * 1e6:.0f} | " + " | ".join(cells) + f" | {remarks} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    """Fraction of copy bandwidth against row length, one line per arm and
+    panel per (op, dtype, pass)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for c in result["cases"]:
+        panels.setdefault((c["op"], c["dtype"], c["pass"]), []).append(c)
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(7, 3.2 * len(panels)), squeeze=False
+    )
+    for ax, (key, cases) in zip(axes[:, 0], sorted(panels.items())):
+        for arm in ARMS:
+            points = sorted(
+                (c["row"], c["arms"][arm]["fraction_of_copy"])
+                for c in cases
+                if "s" in c["arms"].get(arm, {})
+            )
+            if points:
+                ax.plot(*zip(*points), marker="o", label=arm)
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(0, 1.2)
+        ax.axhline(0.9, color="grey", linestyle=":")
+        ax.set_title(" ".join(key))
+        ax.set_xlabel("row length")
+        ax.set_ylabel("fraction of copy")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def write(args: argparse.Namespace, cases: list[dict[str, Any]]) -> None:
+    Path(args.json).write_text(json.dumps({"cases": cases}, indent=1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--ops", type=lambda s: s.split(","), default=list(OPS))
+    p.add_argument("--dtypes", type=lambda s: s.split(","), default=["bfloat16"])
+    p.add_argument(
+        "--rows",
+        type=lambda s: [int(v) for v in s.split(",")],
+        default=list(ROW_LENGTHS),
+        help="row lengths",
+    )
+    p.add_argument(
+        "--row-counts",
+        type=lambda s: [int(v) for v in s.split(",")],
+        default=None,
+        help="row counts (default: --total elements / row length)",
+    )
+    p.add_argument("--total", type=int, default=1 << 27, help="elements per case")
+    p.add_argument(
+        "--pass",
+        dest="backward",
+        type=lambda s: [v == "backward" for v in s.split(",")],
+        default=[False],
+        help="forward, backward (forward+backward) or both, comma-separated",
+    )
+    p.add_argument("--arms", type=lambda s: s.split(","), default=list(ARMS))
+    p.add_argument("--deadline-s", type=float, default=0.0)
+    p.add_argument("--json")
+    p.add_argument("--plot", action="store_true")
+    args = p.parse_args(argv)
+    bad = [a for a in args.arms if a not in ARMS] + [
+        o for o in args.ops if o not in OPS
+    ]
+    if bad:
+        p.error(f"unknown arm or op: {', '.join(bad)} (arms: {ARMS}; ops: {OPS})")
+    result = sweep(args)
+    if args.json:
+        out = Path(args.json)
+        out.write_text(json.dumps(result, indent=1))
+        out.with_suffix(".md").write_text(markdown(result))
+        if args.plot:
+            plot(result, out.with_suffix(".png"))
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

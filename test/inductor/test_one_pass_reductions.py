@@ -1,0 +1,297 @@
+# Owner(s): ["module: inductor"]
+"""The one-pass reduction pass (torch/_inductor/one_pass_reductions.py).
+
+On the CPU: the phases of real fused scheduler nodes (softmax, two-pass
+softmax, layer norm, a plain sum), the pure decision, the warps per row, the
+config check, and that the pass leaves C++ code alone.  On CUDA (skipped
+without a GPU): every reason code made to fire by a real compile and gone
+under the counterfactual config, the generated kernel's form, and results
+equal to eager.  Bandwidth is measured by benchmarks/fusion/reductions.py,
+not here.
+"""
+
+import re
+import sys
+import unittest
+from pathlib import Path
+
+import torch
+from torch._inductor import config, one_pass_reductions as opr
+from torch._inductor.fusion_remarks.taxonomy import Reason
+from torch._inductor.test_case import run_tests, TestCase
+from torch._inductor.utils import run_and_get_code
+from torch.testing._internal.common_cuda import TEST_CUDA
+
+
+def _fused_nodes_of(fn, *args):
+    """The scheduler nodes after fusion of ``fn`` compiled on the CPU."""
+    seen = []
+
+    def keep(nodes):
+        seen.extend(nodes)
+        return nodes
+
+    torch._dynamo.reset()
+    with config.patch(_post_fusion_custom_pass=keep, fx_graph_cache=False):
+        torch.compile(fn)(*args)
+    return seen
+
+
+def _reduction_kernels(nodes):
+    return [n for n in nodes if n.is_reduction()]
+
+
+class TestPhases(TestCase):
+    def phases_of(self, fn, *args):
+        kernels = _reduction_kernels(_fused_nodes_of(fn, *args))
+        self.assertEqual(len(kernels), 1, [k.get_name() for k in kernels])
+        return opr.phases(kernels[0].get_nodes())
+
+    def test_softmax_reads_a_row_three_times(self):
+        # max, sum of exp, normalization; the online rewrite (max and sum in
+        # one phase: 2, see TestCuda) applies to GPU graphs only.
+        x = torch.randn(8, 64)
+        self.assertEqual(self.phases_of(lambda t: torch.softmax(t, -1), x), 3)
+
+    def test_layer_norm_reads_a_row_twice_by_welford(self):
+        # Rows longer than use_two_step_variance_threshold (2.14.1) take
+        # Welford's one-pass statistics; shorter ones two steps, mean first.
+        x = torch.randn(8, 2048)
+        self.assertEqual(
+            self.phases_of(lambda t: torch.nn.functional.layer_norm(t, (2048,)), x), 2
+        )
+        short = torch.randn(8, 64)
+        self.assertIn(
+            self.phases_of(lambda t: torch.nn.functional.layer_norm(t, (64,)), short),
+            (2, 3),
+        )
+
+    def test_a_sum_reads_a_row_once(self):
+        x = torch.randn(8, 64)
+        self.assertEqual(self.phases_of(lambda t: t.sin().sum(-1), x), 1)
+
+
+class TestDecision(TestCase):
+    def decide(self, **overrides):
+        kwargs = {
+            "phases": 2,
+            "inner": True,
+            "row": 4096,
+            "rows": 32768,
+            "multiprocessors": 132,
+            "elements_per_thread": 32,
+        }
+        kwargs.update(overrides)
+        return opr.decide(**kwargs)
+
+    def test_one_phase_is_not_its_business(self):
+        self.assertIsNone(self.decide(phases=1))
+
+    def test_each_reason(self):
+        cases = [
+            ({}, Reason.ONE_PASS_ROW_ON_CHIP),
+            ({"inner": False}, Reason.ONE_PASS_ROWS_NOT_CONTIGUOUS),
+            ({"row": None}, Reason.ONE_PASS_DYNAMIC_ROW),
+            ({"rows": None}, Reason.ONE_PASS_DYNAMIC_ROW),
+            ({"row": 32769}, Reason.ONE_PASS_ROW_TOO_LONG),
+            ({"rows": 131}, Reason.ONE_PASS_TOO_FEW_ROWS),
+        ]
+        for overrides, reason in cases:
+            with self.subTest(**{k: str(v) for k, v in overrides.items()}):
+                decision = self.decide(**overrides)
+                self.assertEqual(decision.reason, reason)
+                self.assertEqual(decision.fused, reason == Reason.ONE_PASS_ROW_ON_CHIP)
+
+    def test_the_longest_row_follows_elements_per_thread(self):
+        self.assertTrue(self.decide(row=32768).fused)
+        self.assertFalse(self.decide(row=32768, elements_per_thread=16).fused)
+        self.assertTrue(self.decide(row=65536, elements_per_thread=64).fused)
+
+    def test_warps_hold_the_row_at_elements_per_thread(self):
+        self.assertEqual(
+            [opr.warps_for_row(r, 32) for r in (2048, 4096, 8192, 16384, 32768)],
+            [4, 4, 8, 16, 32],
+        )
+        self.assertEqual(opr.warps_for_row(50257, 32), opr.MAX_WARPS)
+        self.assertEqual(self.decide(row=8192).num_warps, 8)
+
+    def test_bad_elements_per_thread_is_named(self):
+        for bad in (0, -3, 2.5, True):
+            with config.patch(one_pass_reductions_elements_per_thread=bad):
+                with self.assertRaisesRegex(
+                    ValueError, "one_pass_reductions_elements_per_thread"
+                ):
+                    opr.check_config()
+
+
+class TestCpu(TestCase):
+    def test_cpu_code_is_unchanged(self):
+        """The pass decides Triton kernels only: C++ code is the same with it on."""
+        x = torch.randn(64, 2048)
+
+        def fn(t):
+            return torch.softmax(t, -1)
+
+        codes = []
+        for on in (False, True):
+            torch._dynamo.reset()
+            with config.patch(one_pass_reductions=on, fx_graph_cache=False):
+                out, (code,) = run_and_get_code(torch.compile(fn), x)
+            codes.append(code.split("\n", 1)[1])  # past the "# AOT ID" line
+            self.assertEqual(out, fn(x))
+        self.assertEqual(codes[0], codes[1])
+
+
+class TestSweep(TestCase):
+    """benchmarks/fusion/reductions.py: the bytes it counts and a real CPU case."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        sys.path.insert(
+            0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "fusion")
+        )
+        import reductions
+
+        cls.reductions = reductions
+
+    def test_least_bytes_read_once_and_write_once(self):
+        r = self.reductions
+        self.assertEqual(r.least_bytes("softmax", 4, 8, 2, False), 2 * 4 * 8 * 2)
+        self.assertEqual(r.least_bytes("rms_norm", 4, 8, 2, True), 5 * 4 * 8 * 2)
+        # cross-entropy reads the logits and the targets, writes a scalar.
+        self.assertEqual(r.least_bytes("cross_entropy", 4, 8, 2, False), 64 + 32)
+        self.assertEqual(r.rows_for(4096, 1 << 20), 256)
+
+    def test_a_real_case_on_the_cpu(self):
+        case = self.reductions.run_case(
+            "cpu", "log_softmax", 256, 16, "float32", True, ["eager", "one_pass"]
+        )
+        self.assertEqual(case["bytes"], 5 * 16 * 256 * 4)
+        for arm in ("eager", "one_pass"):
+            entry = case["arms"][arm]
+            self.assertNotIn("error", entry)
+            self.assertGreater(entry["s"], 0)
+            self.assertAlmostEqual(
+                entry["fraction_of_copy"],
+                (case["bytes"] / entry["s"]) / (2 * 16 * 256 * 4 / case["copy_s"]),
+            )
+            self.assertLess(entry["max_abs_diff"], 1e-4)
+        # The pass decides Triton kernels only: no remark on the CPU.
+        self.assertEqual(case["arms"]["one_pass"]["remarks"], [])
+        self.assertIn(
+            "| log_softmax | 16x256 |", self.reductions.markdown({"cases": [case]})
+        )
+
+
+@unittest.skipIf(not TEST_CUDA, "needs a CUDA device")
+class TestCuda(TestCase):
+    def compile(self, fn, *args, dynamic=False, **patch):
+        from torch._inductor import fusion_report
+
+        torch._dynamo.reset()
+        with (
+            config.patch({"fx_graph_cache": False, **patch}),
+            fusion_report.capture() as rep,
+        ):
+            out, codes = run_and_get_code(
+                torch.compile(fn, dynamic=dynamic or None), *args
+            )
+        remarks = [
+            r
+            for g in rep.to_json()["graphs"]
+            for r in g["remarks"]
+            if r["stage"] == "one_pass_reduction"
+        ]
+        return out, "\n".join(codes), remarks
+
+    def test_softmax_row_goes_on_chip_and_equals_eager(self):
+        x = torch.randn(1024, 4096, device="cuda", dtype=torch.bfloat16) * 8
+
+        def fn(t):
+            return torch.softmax(t, -1)
+
+        out, code, remarks = self.compile(fn, x, one_pass_reductions=True)
+        self.assertEqual(out, fn(x), atol=2e-3, rtol=2e-2)
+        self.assertEqual([r["reason"] for r in remarks], ["one_pass_row_on_chip"])
+        self.assertEqual(remarks[0]["kind"], "fused")
+        self.assertEqual(remarks[0]["args"]["num_warps"], 4)
+        self.assertEqual(remarks[0]["args"]["phases"], 2)
+        self.assertIn("triton_heuristics.fixed_config", code)
+        self.assertRegex(code, r"R0_BLOCK: tl.constexpr = 4096")
+        # Counterfactual: the pass off, the row is looped over and no remark.
+        out, code, remarks = self.compile(fn, x, one_pass_reductions=False)
+        self.assertEqual(remarks, [])
+        self.assertNotIn("triton_heuristics.fixed_config", code)
+        self.assertIn("triton_heuristics.reduction", code)
+
+    def test_each_missed_reason_and_its_counterfactual(self):
+        def softmax_last(t):
+            return torch.softmax(t, -1)
+
+        def softmax_first(t):
+            return torch.softmax(t, 0)
+
+        on = {"one_pass_reductions": True}
+        cases = [
+            (
+                Reason.ONE_PASS_ROW_TOO_LONG,
+                softmax_last,
+                (256, 65536),
+                {},
+                {"one_pass_reductions_elements_per_thread": 64},
+            ),
+            (Reason.ONE_PASS_TOO_FEW_ROWS, softmax_last, (8, 4096), {}, None),
+            (Reason.ONE_PASS_ROWS_NOT_CONTIGUOUS, softmax_first, (4096, 512), {}, None),
+        ]
+        for reason, fn, shape, patch, fix in cases:
+            with self.subTest(reason=reason.value):
+                x = torch.randn(shape, device="cuda")
+                out, _, remarks = self.compile(fn, x, **on, **patch)
+                self.assertEqual(out, fn(x), atol=1e-5, rtol=1e-4)
+                self.assertIn(reason.value, [r["reason"] for r in remarks])
+                self.assertTrue(all(r["kind"] == "missed" for r in remarks))
+                if fix is not None:
+                    _, _, remarks = self.compile(fn, x, **on, **fix)
+                    self.assertEqual(
+                        [r["reason"] for r in remarks], ["one_pass_row_on_chip"]
+                    )
+
+    def test_dynamic_row_is_missed(self):
+        x = torch.randn(512, 4096, device="cuda")
+
+        def fn(t):
+            return torch.log_softmax(t, -1)
+
+        out, _, remarks = self.compile(fn, x, dynamic=True, one_pass_reductions=True)
+        self.assertEqual(out, fn(x), atol=1e-5, rtol=1e-4)
+        self.assertIn("one_pass_dynamic_row", [r["reason"] for r in remarks])
+
+    def test_backward_and_norms_go_on_chip(self):
+        x = torch.randn(2048, 8192, device="cuda", requires_grad=True)
+        g = torch.randn(2048, 8192, device="cuda")
+        for name, fn in (
+            ("softmax", lambda t: torch.softmax(t, -1)),
+            ("layer_norm", lambda t: torch.nn.functional.layer_norm(t, (8192,))),
+            ("rms_norm", lambda t: torch.nn.functional.rms_norm(t, (8192,))),
+        ):
+            with self.subTest(op=name):
+
+                def step(t, fn=fn):
+                    out = fn(t)
+                    (grad,) = torch.autograd.grad(out, t, g)
+                    return out, grad
+
+                expected = step(x)
+                got, code, remarks = self.compile(step, x, one_pass_reductions=True)
+                self.assertEqual(got, expected, atol=1e-4, rtol=1e-3)
+                fused = [r for r in remarks if r["kind"] == "fused"]
+                self.assertGreaterEqual(len(fused), 2, remarks)  # forward and backward
+                self.assertEqual(
+                    len(re.findall(r"R0_BLOCK: tl.constexpr = 8192", code)),
+                    len(fused),
+                )
+
+
+if __name__ == "__main__":
+    run_tests()

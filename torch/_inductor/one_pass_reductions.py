@@ -1,0 +1,315 @@
+"""One-pass reductions: softmax-class Triton kernels that read each row once.
+
+Why: a softmax, log-softmax, layer norm or RMS norm needs its input read once
+and its output written once, the bytes of a copy.  Inductor generates one
+kernel for each of them, but when a row is longer than its persistent
+reduction limit (``InductorChoices.should_use_persistent_reduction``: 1024
+elements for an inner reduction) the kernel loops over the row once per
+*phase*: online softmax reads it twice (max and sum together, then the
+normalization), the two-pass form three times (max, sum, normalization), a
+norm twice (the statistics, then the scale).  Each extra pass moves the row
+again, from L2 at best.  On an H100 a bfloat16 softmax over 32768 x 4096
+reaches 58% of copy bandwidth that way; the same kernel with the row held in
+registers reaches copy speed.
+
+This pass keeps the row on chip where it fits: a kernel with more than one
+phase over an inner, contiguous reduction of a static length that fits in
+the registers of one thread block becomes a persistent reduction, one block
+per row (``XBLOCK`` 1), with ``num_warps`` chosen so that each thread holds
+about ``config.one_pass_reductions_elements_per_thread`` elements.  The cost
+model is the memory traffic: a kernel of ``p`` phases moves ``p`` reads of
+each row and one write; the one-pass form one read and one write; so it
+saves ``(p - 1)`` row reads, as long as the row fits in registers (more
+elements per thread than that spill to local memory, which is slower than
+the passes saved) and there are at least as many rows as the GPU has
+multiprocessors (one block per row would otherwise leave SMs idle, where
+upstream's split reductions use them).
+
+The kernel it asks for is upstream's persistent reduction with a fixed
+configuration, through the hook upstream provides for exactly that,
+``InductorChoices.triton_kernel_kwargs``; the code generation is upstream's.
+Every decision is a remark (stage ``one_pass_reduction``): ``fused`` with
+``one_pass_row_on_chip``, or ``missed`` with the reason the row stays in
+several passes.  Kernels of one phase (a plain sum) are not its business and
+get no remark.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any, TYPE_CHECKING
+
+from . import config
+from .fusion_remarks import hooks as fusion_hooks, recorder as fusion_recorder
+from .fusion_remarks.model import Remark
+from .fusion_remarks.taxonomy import Kind, Reason, Stage
+
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from .codegen.simd_kernel_features import SIMDKernelFeatures
+    from .scheduler import BaseSchedulerNode
+
+
+log = logging.getLogger(__name__)
+
+WARP_SIZE = 32
+MIN_WARPS = 4
+MAX_WARPS = 32
+
+
+def enabled() -> bool:
+    return bool(config.one_pass_reductions)
+
+
+def check_config() -> None:
+    """Fail with the option's name rather than inside code generation."""
+    value = config.one_pass_reductions_elements_per_thread
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            "torch._inductor.config.one_pass_reductions_elements_per_thread must "
+            f"be an integer >= 1, got {value!r}"
+        )
+
+
+def max_row_elements(elements_per_thread: int) -> int:
+    """The longest row one block of :data:`MAX_WARPS` warps holds on chip."""
+    return MAX_WARPS * WARP_SIZE * elements_per_thread
+
+
+def warps_for_row(row: int, elements_per_thread: int) -> int:
+    """The fewest warps (a power of two, at least :data:`MIN_WARPS`) whose
+    threads hold ``row`` elements at ``elements_per_thread`` each."""
+    warps = MIN_WARPS
+    while warps < MAX_WARPS and warps * WARP_SIZE * elements_per_thread < row:
+        warps *= 2
+    return warps
+
+
+def phases(nodes: Iterable[Any]) -> int:
+    """How many passes over its rows a looped reduction kernel of ``nodes``
+    makes: one, plus one for each reduction that a later node of the kernel
+    waits for.  ``nodes`` are scheduler nodes in schedule order (anything
+    with ``is_reduction()``, ``get_buffer_names()`` and ``read_writes``).
+
+    Softmax online: 2 (max and sum, then the normalization); two-pass
+    softmax: 3; layer and RMS norm: 2; a plain sum: 1.
+    """
+    phase_of_buffer: dict[str, int] = {}
+    deepest = 0
+    for node in nodes:
+        waits = [
+            phase_of_buffer[dep.name]
+            for dep in node.read_writes.reads
+            if dep.name in phase_of_buffer
+        ]
+        phase = max(waits, default=0)
+        deepest = max(deepest, phase)
+        done = phase + 1 if node.is_reduction() else phase
+        for name in node.get_buffer_names():
+            phase_of_buffer[name] = done
+    return deepest + 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """What the pass does with one kernel: ``num_warps`` is set when it
+    holds the row on chip, ``reason`` says why (fused or missed)."""
+
+    reason: Reason
+    phases: int
+    row: int | None
+    rows: int | None
+    num_warps: int | None = None
+    limit: int | None = None
+
+    @property
+    def fused(self) -> bool:
+        return self.num_warps is not None
+
+
+def decide(
+    *,
+    phases: int,
+    inner: bool,
+    row: int | None,
+    rows: int | None,
+    multiprocessors: int,
+    elements_per_thread: int,
+) -> Decision | None:
+    """The pure decision for a reduction kernel; ``None`` when the kernel
+    makes one pass and there is nothing to decide.
+
+    ``inner``: the rows are the contiguous, innermost dim and the kernel
+    has no other tiling; ``row``/``rows``: the static row length and row
+    count (``None`` when not static).
+    """
+    if phases < 2:
+        return None
+    if not inner:
+        return Decision(Reason.ONE_PASS_ROWS_NOT_CONTIGUOUS, phases, row, rows)
+    if row is None or rows is None:
+        return Decision(Reason.ONE_PASS_DYNAMIC_ROW, phases, row, rows)
+    limit = max_row_elements(elements_per_thread)
+    if row > limit:
+        return Decision(Reason.ONE_PASS_ROW_TOO_LONG, phases, row, rows, limit=limit)
+    if rows < multiprocessors:
+        return Decision(
+            Reason.ONE_PASS_TOO_FEW_ROWS, phases, row, rows, limit=multiprocessors
+        )
+    return Decision(
+        Reason.ONE_PASS_ROW_ON_CHIP,
+        phases,
+        row,
+        rows,
+        num_warps=warps_for_row(row, elements_per_thread),
+        limit=limit,
+    )
+
+
+def _static_int(expr: Any) -> int | None:
+    try:
+        return int(expr) if getattr(expr, "is_number", False) else None
+    except TypeError:
+        return None
+
+
+def _multiprocessors(nodes: list[BaseSchedulerNode]) -> int:
+    from .runtime.hints import DeviceProperties
+
+    device = nodes[0].get_device() if nodes else None
+    if device is None:
+        return 1
+    count = DeviceProperties.create(device).multi_processor_count
+    return int(count or 1)
+
+
+def triton_kernel_kwargs(
+    features: SIMDKernelFeatures, groups: list[Any], kernel_kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """``InductorChoices.triton_kernel_kwargs`` with this pass on: the
+    kwargs of a persistent, fixed-configuration kernel where the row goes on
+    chip, the kwargs unchanged otherwise."""
+    if not features.is_reduction() or _decided_elsewhere(kernel_kwargs):
+        return kernel_kwargs
+    from .runtime.hints import ReductionHint
+
+    check_config()
+    nodes = list(features.scheduler_nodes())
+    row = _static_int(features.reduction_numel)
+    if row is not None and row <= 1024:
+        # Upstream's persistent limit: such rows are already read once.
+        return kernel_kwargs
+    decision = decide(
+        phases=phases(nodes),
+        inner=features.get_reduction_hint() == ReductionHint.INNER
+        and _only_x_and_r(groups),
+        row=row,
+        rows=_static_int(features.numel),
+        multiprocessors=_multiprocessors(nodes),
+        elements_per_thread=config.one_pass_reductions_elements_per_thread,
+    )
+    if decision is None:
+        return kernel_kwargs
+    _record_remark(decision, nodes)
+    if not decision.fused:
+        return kernel_kwargs
+    from .codegen.triton import FixedTritonConfig
+
+    return {
+        **kernel_kwargs,
+        "override_persistent_reduction": True,
+        "override_cooperative_reduction": False,
+        "fixed_config": FixedTritonConfig(
+            {"XBLOCK": 1, "num_warps": decision.num_warps, "num_stages": 1}
+        ),
+    }
+
+
+def _decided_elsewhere(kernel_kwargs: dict[str, Any]) -> bool:
+    """Kernels whose form upstream has fixed: sorts and scans (they need
+    their own forms), mix-order reductions, fixed configurations."""
+    return bool(
+        kernel_kwargs.get("fixed_config")
+        or kernel_kwargs.get("mix_order_reduction")
+        or "override_persistent_reduction" in kernel_kwargs
+        or "override_cooperative_reduction" in kernel_kwargs
+        or config.triton.multi_kernel
+    )
+
+
+def _only_x_and_r(groups: list[Any]) -> bool:
+    """One row dim and one reduction dim: the kernel's tiling (``groups``
+    of the hook, ``[{prefix: numel}]``) is ``x`` and ``r0_``, nothing else."""
+    return (
+        len(groups) == 1
+        and isinstance(groups[0], dict)
+        and set(groups[0])
+        == {
+            "x",
+            "r0_",
+        }
+    )
+
+
+def _record_remark(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
+    if not fusion_recorder.is_enabled():
+        return
+    names = tuple(n.get_name() for n in nodes)
+    args = {
+        "phases": decision.phases,
+        "row": decision.row,
+        "rows": decision.rows,
+    }
+    if decision.fused:
+        args["num_warps"] = decision.num_warps
+        detail = (
+            f"{decision.phases} passes over each row of {decision.row} elements "
+            f"made one: the row is held in the registers of one block of "
+            f"{decision.num_warps} warps"
+        )
+    elif decision.reason == Reason.ONE_PASS_ROW_TOO_LONG:
+        args["limit"] = decision.limit
+        detail = (
+            f"a row of {decision.row} elements is longer than one block holds "
+            f"in registers ({decision.limit}): {decision.phases} passes kept"
+        )
+    elif decision.reason == Reason.ONE_PASS_TOO_FEW_ROWS:
+        args["multiprocessors"] = decision.limit
+        detail = (
+            f"{decision.rows} rows for {decision.limit} multiprocessors: one "
+            f"block per row would leave most idle; {decision.phases} passes kept"
+        )
+    elif decision.reason == Reason.ONE_PASS_DYNAMIC_ROW:
+        detail = f"the row length is not static: {decision.phases} passes kept"
+    else:
+        detail = (
+            "the reduced dim is not the contiguous innermost one, or the "
+            f"kernel is tiled: {decision.phases} passes kept"
+        )
+    fusion_hooks.record_pass_remark(
+        Remark(
+            Kind.FUSED if decision.fused else Kind.MISSED,
+            decision.reason,
+            Stage.ONE_PASS_REDUCTION,
+            nodes=names,
+            ops=_origin_names(nodes),
+            args=args,
+            detail=detail,
+        )
+    )
+
+
+def _origin_names(nodes: list[BaseSchedulerNode]) -> tuple[str, ...]:
+    names: list[str] = []
+    for node in nodes:
+        ir_node = getattr(node, "node", None)
+        if ir_node is None:
+            continue
+        for origin in ir_node.get_origins():
+            name = getattr(origin, "name", None)
+            if name is not None and name not in names:
+                names.append(name)
+    return tuple(names)
