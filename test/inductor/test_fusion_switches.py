@@ -65,6 +65,7 @@ class TestParser(TestCase):
                 "TORCHINDUCTOR_FUSION_ONLY",
                 "TORCHINDUCTOR_LAUNCH_BOUND_COMBO_KERNELS",
                 "TORCHINDUCTOR_NO_FUSION",
+                "TORCHINDUCTOR_ONE_PASS_REDUCTIONS",
             ],
         )
         self.assertIn("FUSION_FORK_DISABLE", fusion_switches.BOOL_SWITCHES)

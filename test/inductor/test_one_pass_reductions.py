@@ -229,20 +229,26 @@ class TestCuda(TestCase):
         def softmax_last(t):
             return torch.softmax(t, -1)
 
-        def softmax_first(t):
-            return torch.softmax(t, 0)
+        def softmax_of_transpose(t):
+            return torch.softmax(t.t(), -1)
 
         on = {"one_pass_reductions": True}
         cases = [
             (
                 Reason.ONE_PASS_ROW_TOO_LONG,
                 softmax_last,
-                (256, 65536),
+                (512, 65536),
                 {},
                 {"one_pass_reductions_elements_per_thread": 64},
             ),
             (Reason.ONE_PASS_TOO_FEW_ROWS, softmax_last, (8, 4096), {}, None),
-            (Reason.ONE_PASS_ROWS_NOT_CONTIGUOUS, softmax_first, (4096, 512), {}, None),
+            (
+                Reason.ONE_PASS_ROWS_NOT_CONTIGUOUS,
+                softmax_of_transpose,
+                (2048, 4096),
+                {},
+                None,
+            ),
         ]
         for reason, fn, shape, patch, fix in cases:
             with self.subTest(reason=reason.value):
@@ -257,15 +263,17 @@ class TestCuda(TestCase):
                         [r["reason"] for r in remarks], ["one_pass_row_on_chip"]
                     )
 
-    def test_dynamic_row_is_missed(self):
-        x = torch.randn(512, 4096, device="cuda")
-
+    def test_dynamic_row_is_missed_and_dynamic_rows_are_not(self):
         def fn(t):
             return torch.log_softmax(t, -1)
 
-        out, _, remarks = self.compile(fn, x, dynamic=True, one_pass_reductions=True)
-        self.assertEqual(out, fn(x), atol=1e-5, rtol=1e-4)
-        self.assertIn("one_pass_dynamic_row", [r["reason"] for r in remarks])
+        for dim, reason in ((1, "one_pass_dynamic_row"), (0, "one_pass_row_on_chip")):
+            with self.subTest(dynamic_dim=dim):
+                x = torch.randn(512, 4096, device="cuda")
+                torch._dynamo.mark_dynamic(x, dim)
+                out, _, remarks = self.compile(fn, x, one_pass_reductions=True)
+                self.assertEqual(out, fn(x), atol=1e-5, rtol=1e-4)
+                self.assertEqual([r["reason"] for r in remarks], [reason])
 
     def test_backward_and_norms_go_on_chip(self):
         x = torch.randn(2048, 8192, device="cuda", requires_grad=True)

@@ -190,42 +190,82 @@ def triton_kernel_kwargs(
     features: SIMDKernelFeatures, groups: list[Any], kernel_kwargs: dict[str, Any]
 ) -> dict[str, Any]:
     """``InductorChoices.triton_kernel_kwargs`` with this pass on: the
-    kwargs of a persistent, fixed-configuration kernel where the row goes on
-    chip, the kwargs unchanged otherwise."""
-    if not features.is_reduction() or _decided_elsewhere(kernel_kwargs):
+    kwargs of a persistent kernel where the row goes on chip, the kwargs
+    unchanged otherwise.
+
+    Where every access of the kernel is row-sized (a softmax, a norm without
+    saved statistics), the configuration is fixed: one row per block and
+    :func:`warps_for_row` warps.  Where the kernel also loads or stores one
+    value per row (a norm's saved mean and rstd), upstream's persistent
+    configuration is kept: its fixed-configuration code generation drops the
+    row dim of the block (``no_x_dim``) and cannot index such a value.
+    """
+    if not features.is_reduction():
         return kernel_kwargs
     from .runtime.hints import ReductionHint
 
-    check_config()
-    nodes = list(features.scheduler_nodes())
     row = _static_int(features.reduction_numel)
     if row is not None and row <= 1024:
         # Upstream's persistent limit: such rows are already read once.
         return kernel_kwargs
+    nodes = list(features.scheduler_nodes())
+    dynamic_row = row is None
+    if not dynamic_row and _decided_elsewhere(kernel_kwargs):
+        return kernel_kwargs
+    check_config()
+    rows = _static_int(features.numel)
     decision = decide(
         phases=phases(nodes),
         inner=features.get_reduction_hint() == ReductionHint.INNER
         and _only_x_and_r(groups),
         row=row,
-        rows=_static_int(features.numel),
+        rows=rows if rows is not None else _rows_hint(features),
         multiprocessors=_multiprocessors(nodes),
         elements_per_thread=config.one_pass_reductions_elements_per_thread,
     )
     if decision is None:
         return kernel_kwargs
-    _record_remark(decision, nodes)
+    fixed = (
+        decision.fused
+        and rows is not None
+        and _every_access_is_row_sized(nodes, rows * decision.row)
+    )
+    _record_remark(decision, nodes, fixed)
     if not decision.fused:
         return kernel_kwargs
-    from .codegen.triton import FixedTritonConfig
-
-    return {
+    kwargs = {
         **kernel_kwargs,
         "override_persistent_reduction": True,
         "override_cooperative_reduction": False,
-        "fixed_config": FixedTritonConfig(
-            {"XBLOCK": 1, "num_warps": decision.num_warps, "num_stages": 1}
-        ),
     }
+    if fixed:
+        from .codegen.triton import FixedTritonConfig
+
+        kwargs["fixed_config"] = FixedTritonConfig(
+            {"XBLOCK": 1, "num_warps": decision.num_warps, "num_stages": 1}
+        )
+    return kwargs
+
+
+def _rows_hint(features: SIMDKernelFeatures) -> int | None:
+    from .virtualized import V
+
+    try:
+        return int(V.graph.sizevars.optimization_hint(features.numel, fallback=0))
+    except Exception:
+        return None
+
+
+def _every_access_is_row_sized(nodes: list[BaseSchedulerNode], numel: int) -> bool:
+    from .dependencies import MemoryDep
+
+    for node in nodes:
+        for dep in (*node.read_writes.reads, *node.read_writes.writes):
+            if not isinstance(dep, MemoryDep):
+                return False
+            if _static_int(dep.get_numel()) != numel:
+                return False
+    return True
 
 
 def _decided_elsewhere(kernel_kwargs: dict[str, Any]) -> bool:
@@ -254,7 +294,9 @@ def _only_x_and_r(groups: list[Any]) -> bool:
     )
 
 
-def _record_remark(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
+def _record_remark(
+    decision: Decision, nodes: list[BaseSchedulerNode], fixed: bool
+) -> None:
     if not fusion_recorder.is_enabled():
         return
     names = tuple(n.get_name() for n in nodes)
@@ -264,11 +306,15 @@ def _record_remark(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
         "rows": decision.rows,
     }
     if decision.fused:
-        args["num_warps"] = decision.num_warps
+        if fixed:
+            args["num_warps"] = decision.num_warps
+            block = f"one block of {decision.num_warps} warps"
+        else:
+            args["num_warps"] = "upstream"
+            block = "one block (upstream's persistent configuration: it also loads or stores a value per row)"
         detail = (
             f"{decision.phases} passes over each row of {decision.row} elements "
-            f"made one: the row is held in the registers of one block of "
-            f"{decision.num_warps} warps"
+            f"made one: the row is held in the registers of {block}"
         )
     elif decision.reason == Reason.ONE_PASS_ROW_TOO_LONG:
         args["limit"] = decision.limit
