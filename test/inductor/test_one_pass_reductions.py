@@ -95,6 +95,7 @@ class TestDecision(TestCase):
             ({"rows": None}, Reason.ONE_PASS_DYNAMIC_ROW),
             ({"row": 32769}, Reason.ONE_PASS_ROW_TOO_LONG),
             ({"rows": 131}, Reason.ONE_PASS_TOO_FEW_ROWS),
+            ({"row_values": True}, Reason.ONE_PASS_ROW_VALUES),
         ]
         for overrides, reason in cases:
             with self.subTest(**{k: str(v) for k, v in overrides.items()}):
@@ -229,8 +230,8 @@ class TestCuda(TestCase):
         def softmax_last(t):
             return torch.softmax(t, -1)
 
-        def softmax_of_transpose(t):
-            return torch.softmax(t.t(), -1)
+        def softmax_first(t):
+            return torch.softmax(t, 0)
 
         on = {"one_pass_reductions": True}
         cases = [
@@ -244,8 +245,8 @@ class TestCuda(TestCase):
             (Reason.ONE_PASS_TOO_FEW_ROWS, softmax_last, (8, 4096), {}, None),
             (
                 Reason.ONE_PASS_ROWS_NOT_CONTIGUOUS,
-                softmax_of_transpose,
-                (2048, 4096),
+                softmax_first,
+                (4096, 8192),
                 {},
                 None,
             ),
@@ -275,14 +276,18 @@ class TestCuda(TestCase):
                 self.assertEqual(out, fn(x), atol=1e-5, rtol=1e-4)
                 self.assertEqual([r["reason"] for r in remarks], [reason])
 
-    def test_backward_and_norms_go_on_chip(self):
+    def test_backward_on_chip_and_saved_row_values_missed(self):
+        """Softmax forward and backward go on chip; a norm's training
+        forward stores its statistics per row and its backward loads them:
+        missed with one_pass_row_values, and on chip in inference."""
         x = torch.randn(2048, 8192, device="cuda", requires_grad=True)
         g = torch.randn(2048, 8192, device="cuda")
-        for name, fn in (
-            ("softmax", lambda t: torch.softmax(t, -1)),
-            ("layer_norm", lambda t: torch.nn.functional.layer_norm(t, (8192,))),
-            ("rms_norm", lambda t: torch.nn.functional.rms_norm(t, (8192,))),
-        ):
+        cases = (
+            ("softmax", lambda t: torch.softmax(t, -1), 2, 0),
+            ("layer_norm", lambda t: torch.nn.functional.layer_norm(t, (8192,)), 0, 2),
+            ("rms_norm", lambda t: torch.nn.functional.rms_norm(t, (8192,)), 0, 2),
+        )
+        for name, fn, fused_count, missed_count in cases:
             with self.subTest(op=name):
 
                 def step(t, fn=fn):
@@ -293,11 +298,19 @@ class TestCuda(TestCase):
                 expected = step(x)
                 got, code, remarks = self.compile(step, x, one_pass_reductions=True)
                 self.assertEqual(got, expected, atol=1e-4, rtol=1e-3)
-                fused = [r for r in remarks if r["kind"] == "fused"]
-                self.assertGreaterEqual(len(fused), 2, remarks)  # forward and backward
+                reasons = [r["reason"] for r in remarks]
+                self.assertEqual(reasons.count("one_pass_row_on_chip"), fused_count)
+                self.assertEqual(reasons.count("one_pass_row_values"), missed_count)
                 self.assertEqual(
                     len(re.findall(r"R0_BLOCK: tl.constexpr = 8192", code)),
-                    len(fused),
+                    fused_count,
+                )
+                with torch.no_grad():
+                    _, _, remarks = self.compile(
+                        fn, x.detach(), one_pass_reductions=True
+                    )
+                self.assertEqual(
+                    [r["reason"] for r in remarks], ["one_pass_row_on_chip"]
                 )
 
 

@@ -138,13 +138,15 @@ def decide(
     rows: int | None,
     multiprocessors: int,
     elements_per_thread: int,
+    row_values: bool = False,
 ) -> Decision | None:
     """The pure decision for a reduction kernel; ``None`` when the kernel
     makes one pass and there is nothing to decide.
 
     ``inner``: the rows are the contiguous, innermost dim and the kernel
     has no other tiling; ``row``/``rows``: the static row length and row
-    count (``None`` when not static).
+    count (``None`` when not static); ``row_values``: the kernel also
+    loads or stores one value per row in memory.
     """
     if phases < 2:
         return None
@@ -155,6 +157,8 @@ def decide(
     limit = max_row_elements(elements_per_thread)
     if row > limit:
         return Decision(Reason.ONE_PASS_ROW_TOO_LONG, phases, row, rows, limit=limit)
+    if row_values:
+        return Decision(Reason.ONE_PASS_ROW_VALUES, phases, row, rows)
     if rows < multiprocessors:
         return Decision(
             Reason.ONE_PASS_TOO_FEW_ROWS, phases, row, rows, limit=multiprocessors
@@ -193,12 +197,13 @@ def triton_kernel_kwargs(
     kwargs of a persistent kernel where the row goes on chip, the kwargs
     unchanged otherwise.
 
-    Where every access of the kernel is row-sized (a softmax, a norm without
-    saved statistics), the configuration is fixed: one row per block and
-    :func:`warps_for_row` warps.  Where the kernel also loads or stores one
-    value per row (a norm's saved mean and rstd), upstream's persistent
-    configuration is kept: its fixed-configuration code generation drops the
-    row dim of the block (``no_x_dim``) and cannot index such a value.
+    The configuration is fixed: one row per block and :func:`warps_for_row`
+    warps.  Upstream generates such a block without a row dim (``no_x_dim``)
+    and cannot then index a value of one per row in memory (a norm's saved
+    mean and rstd, a cross-entropy target); kernels that load or store one
+    are missed with ``one_pass_row_values``.  Upstream's own persistent
+    configuration for them was measured slower than its loops on the H100
+    (benchmarks/results/reductions_h100_backward_run1.md).
     """
     if not features.is_reduction():
         return kernel_kwargs
@@ -222,29 +227,23 @@ def triton_kernel_kwargs(
         rows=rows if rows is not None else _rows_hint(features),
         multiprocessors=_multiprocessors(nodes),
         elements_per_thread=config.one_pass_reductions_elements_per_thread,
+        row_values=row is not None and _has_row_values(nodes),
     )
     if decision is None:
         return kernel_kwargs
-    fixed = (
-        decision.fused
-        and rows is not None
-        and _every_access_is_row_sized(nodes, rows * decision.row)
-    )
-    _record_remark(decision, nodes, fixed)
+    _record_remark(decision, nodes)
     if not decision.fused:
         return kernel_kwargs
-    kwargs = {
+    from .codegen.triton import FixedTritonConfig
+
+    return {
         **kernel_kwargs,
         "override_persistent_reduction": True,
         "override_cooperative_reduction": False,
-    }
-    if fixed:
-        from .codegen.triton import FixedTritonConfig
-
-        kwargs["fixed_config"] = FixedTritonConfig(
+        "fixed_config": FixedTritonConfig(
             {"XBLOCK": 1, "num_warps": decision.num_warps, "num_stages": 1}
-        )
-    return kwargs
+        ),
+    }
 
 
 def _rows_hint(features: SIMDKernelFeatures) -> int | None:
@@ -256,16 +255,33 @@ def _rows_hint(features: SIMDKernelFeatures) -> int | None:
         return None
 
 
-def _every_access_is_row_sized(nodes: list[BaseSchedulerNode], numel: int) -> bool:
+def _has_row_values(nodes: list[BaseSchedulerNode]) -> bool:
+    """Whether the kernel loads or stores, in memory, a buffer that is not
+    row-sized: one value per row read from elsewhere or kept for a later
+    kernel.  Values per row that only this kernel uses stay in registers."""
     from .dependencies import MemoryDep
 
+    names = {n.get_name() for n in nodes}
+    internal = set()
+    for node in nodes:
+        for buf in node.get_outputs():
+            if all(
+                getattr(use.node, "get_name", lambda: None)() in names
+                for use in buf.users
+            ):
+                internal.add(buf.get_name())
+    full = None
     for node in nodes:
         for dep in (*node.read_writes.reads, *node.read_writes.writes):
+            if dep.name in internal:
+                continue
             if not isinstance(dep, MemoryDep):
-                return False
-            if _static_int(dep.get_numel()) != numel:
-                return False
-    return True
+                return True
+            numel = _static_int(dep.get_numel())
+            full = numel if full is None else full
+            if numel is None or numel != full:
+                return True
+    return False
 
 
 def _decided_elsewhere(kernel_kwargs: dict[str, Any]) -> bool:
@@ -294,9 +310,7 @@ def _only_x_and_r(groups: list[Any]) -> bool:
     )
 
 
-def _record_remark(
-    decision: Decision, nodes: list[BaseSchedulerNode], fixed: bool
-) -> None:
+def _record_remark(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
     if not fusion_recorder.is_enabled():
         return
     names = tuple(n.get_name() for n in nodes)
@@ -306,15 +320,16 @@ def _record_remark(
         "rows": decision.rows,
     }
     if decision.fused:
-        if fixed:
-            args["num_warps"] = decision.num_warps
-            block = f"one block of {decision.num_warps} warps"
-        else:
-            args["num_warps"] = "upstream"
-            block = "one block (upstream's persistent configuration: it also loads or stores a value per row)"
+        args["num_warps"] = decision.num_warps
         detail = (
             f"{decision.phases} passes over each row of {decision.row} elements "
-            f"made one: the row is held in the registers of {block}"
+            f"made one: the row is held in the registers of one block of "
+            f"{decision.num_warps} warps"
+        )
+    elif decision.reason == Reason.ONE_PASS_ROW_VALUES:
+        detail = (
+            "the kernel loads or stores one value per row in memory, which a "
+            f"block without a row dim cannot index: {decision.phases} passes kept"
         )
     elif decision.reason == Reason.ONE_PASS_ROW_TOO_LONG:
         args["limit"] = decision.limit

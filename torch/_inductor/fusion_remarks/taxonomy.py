@@ -184,6 +184,7 @@ class Reason(str, enum.Enum):
     ONE_PASS_TOO_FEW_ROWS = "one_pass_too_few_rows"
     ONE_PASS_DYNAMIC_ROW = "one_pass_dynamic_row"
     ONE_PASS_ROWS_NOT_CONTIGUOUS = "one_pass_rows_not_contiguous"
+    ONE_PASS_ROW_VALUES = "one_pass_row_values"
 
     @property
     def category(self) -> Category:
@@ -574,6 +575,10 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     R.ONE_PASS_DYNAMIC_ROW: (
         _B,
         "config.one_pass_reductions kept a softmax-class kernel's passes: the row length is not static, and a persistent reduction needs a static block size",
+    ),
+    R.ONE_PASS_ROW_VALUES: (
+        _B,
+        "config.one_pass_reductions kept a softmax-class kernel's passes: it also loads or stores one value per row in memory (a norm's saved statistics, a cross-entropy target), and upstream's code generation of a one-row block (no_x_dim) cannot index it",
     ),
     R.ONE_PASS_ROWS_NOT_CONTIGUOUS: (
         _B,
