@@ -12,7 +12,9 @@ forward and forward+backward, and times each arm:
   (``config.one_pass_reductions``, torch/_inductor/one_pass_reductions.py).
 
 Per case and arm: the median time (``triton.testing.do_bench`` on a GPU,
-``perf_counter`` on the CPU), the least bytes the op needs (each input read
+or ``do_bench_cudagraph`` with ``--cuda-graph``, which forward+backward steps
+need: their host time varies more than their kernels; ``perf_counter`` on
+the CPU), the least bytes the op needs (each input read
 once, each output written once; forward+backward adds the backward's reads
 and its gradient), their bandwidth as a fraction of a device copy of the
 input timed alike, the largest difference to a float32 eager reference, and
@@ -129,10 +131,17 @@ def step_of(fn: Callable[..., Any], inputs: list[Any], backward: bool) -> Any:
     return step
 
 
-def median_seconds(device: str, fn: Callable[[], Any]) -> float:
+def median_seconds(
+    device: str, fn: Callable[[], Any], cuda_graph: bool = False
+) -> float:
+    """Median seconds of ``fn``; with ``cuda_graph`` its calls are replayed
+    from a CUDA graph (``triton.testing.do_bench_cudagraph``), so that the
+    host time of an autograd step does not hide its kernels."""
     if device == "cuda":
         import triton.testing
 
+        if cuda_graph:
+            return triton.testing.do_bench_cudagraph(fn, return_mode="median") / 1e3
         return triton.testing.do_bench(fn, return_mode="median") / 1e3
     fn()
     times = []
@@ -151,6 +160,7 @@ def run_case(
     dtype_name: str,
     backward: bool,
     arms: list[str],
+    cuda_graph: bool = False,
 ) -> dict[str, Any]:
     import torch
     from torch._inductor import fusion_report
@@ -162,7 +172,7 @@ def run_case(
     reference_inputs = [inputs[0].float(), *inputs[1:]]
     expected = step_of(fn, reference_inputs, backward)()
     x = inputs[0]
-    copy_s = median_seconds(device, lambda: x.clone())
+    copy_s = median_seconds(device, lambda: x.clone(), cuda_graph)
     copy_bw = 2 * x.numel() * x.element_size() / copy_s
     nbytes = least_bytes(op, rows, row, x.element_size(), backward)
     case: dict[str, Any] = {
@@ -173,6 +183,7 @@ def run_case(
         "pass": "forward+backward" if backward else "forward",
         "bytes": nbytes,
         "copy_s": copy_s,
+        "timer": "cuda_graph" if cuda_graph else "stream",
         "arms": {},
     }
     for arm in arms:
@@ -189,7 +200,7 @@ def run_case(
                 step = step_of(compiled, inputs, backward)
                 with fusion_report.capture() as rep:
                     out = step()
-                seconds = median_seconds(device, step)
+                seconds = median_seconds(device, step, cuda_graph)
             entry["s"] = seconds
             entry["fraction_of_copy"] = (nbytes / seconds) / copy_bw
             entry["max_abs_diff"] = float((out.float() - expected.float()).abs().max())
@@ -221,7 +232,14 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
                         if deadline is not None and time.monotonic() > deadline:
                             return {"cases": cases, "stopped": "deadline"}
                         case = run_case(
-                            args.device, op, row, rows, dtype_name, backward, args.arms
+                            args.device,
+                            op,
+                            row,
+                            rows,
+                            dtype_name,
+                            backward,
+                            args.arms,
+                            args.cuda_graph,
                         )
                         print(summary_line(case), flush=True)
                         cases.append(case)
@@ -338,6 +356,11 @@ def main(argv: list[str] | None = None) -> int:
         help="forward, backward (forward+backward) or both, comma-separated",
     )
     p.add_argument("--arms", type=lambda s: s.split(","), default=list(ARMS))
+    p.add_argument(
+        "--cuda-graph",
+        action="store_true",
+        help="time replays of a CUDA graph (do_bench_cudagraph), not stream launches",
+    )
     p.add_argument("--deadline-s", type=float, default=0.0)
     p.add_argument("--json")
     p.add_argument("--plot", action="store_true")

@@ -230,9 +230,6 @@ class TestCuda(TestCase):
         def softmax_last(t):
             return torch.softmax(t, -1)
 
-        def softmax_first(t):
-            return torch.softmax(t, 0)
-
         on = {"one_pass_reductions": True}
         cases = [
             (
@@ -243,13 +240,6 @@ class TestCuda(TestCase):
                 {"one_pass_reductions_elements_per_thread": 64},
             ),
             (Reason.ONE_PASS_TOO_FEW_ROWS, softmax_last, (8, 4096), {}, None),
-            (
-                Reason.ONE_PASS_ROWS_NOT_CONTIGUOUS,
-                softmax_first,
-                (4096, 8192),
-                {},
-                None,
-            ),
         ]
         for reason, fn, shape, patch, fix in cases:
             with self.subTest(reason=reason.value):

@@ -227,7 +227,8 @@ def triton_kernel_kwargs(
         rows=rows if rows is not None else _rows_hint(features),
         multiprocessors=_multiprocessors(nodes),
         elements_per_thread=config.one_pass_reductions_elements_per_thread,
-        row_values=row is not None and _has_row_values(nodes),
+        row_values=row is not None
+        and _has_row_values(nodes, features.numel * features.reduction_numel),
     )
     if decision is None:
         return kernel_kwargs
@@ -255,11 +256,13 @@ def _rows_hint(features: SIMDKernelFeatures) -> int | None:
         return None
 
 
-def _has_row_values(nodes: list[BaseSchedulerNode]) -> bool:
+def _has_row_values(nodes: list[BaseSchedulerNode], numel: Any) -> bool:
     """Whether the kernel loads or stores, in memory, a buffer that is not
     row-sized: one value per row read from elsewhere or kept for a later
-    kernel.  Values per row that only this kernel uses stay in registers."""
+    kernel.  Values per row that only this kernel uses stay in registers.
+    ``numel``: rows times row length (symbolic where the rows are)."""
     from .dependencies import MemoryDep
+    from .virtualized import V
 
     names = {n.get_name() for n in nodes}
     internal = set()
@@ -270,16 +273,13 @@ def _has_row_values(nodes: list[BaseSchedulerNode]) -> bool:
                 for use in buf.users
             ):
                 internal.add(buf.get_name())
-    full = None
     for node in nodes:
         for dep in (*node.read_writes.reads, *node.read_writes.writes):
             if dep.name in internal:
                 continue
             if not isinstance(dep, MemoryDep):
                 return True
-            numel = _static_int(dep.get_numel())
-            full = numel if full is None else full
-            if numel is None or numel != full:
+            if not V.graph.sizevars.statically_known_equals(dep.get_numel(), numel):
                 return True
     return False
 
