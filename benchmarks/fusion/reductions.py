@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -134,22 +133,17 @@ def step_of(fn: Callable[..., Any], inputs: list[Any], backward: bool) -> Any:
 def median_seconds(
     device: str, fn: Callable[[], Any], cuda_graph: bool = False
 ) -> float:
-    """Median seconds of ``fn``; with ``cuda_graph`` its calls are replayed
-    from a CUDA graph (``triton.testing.do_bench_cudagraph``), so that the
-    host time of an autograd step does not hide its kernels."""
-    if device == "cuda":
+    """Median seconds of ``fn`` (``bandwidth.timer``); with ``cuda_graph``
+    its calls are replayed from a CUDA graph
+    (``triton.testing.do_bench_cudagraph``), so that the host time of an
+    autograd step does not hide its kernels."""
+    if device == "cuda" and cuda_graph:
         import triton.testing
 
-        if cuda_graph:
-            return triton.testing.do_bench_cudagraph(fn, return_mode="median") / 1e3
-        return triton.testing.do_bench(fn, return_mode="median") / 1e3
-    fn()
-    times = []
-    for _ in range(10):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        return triton.testing.do_bench_cudagraph(fn, return_mode="median") / 1e3
+    from bandwidth import timer
+
+    return timer(device)(fn)
 
 
 def run_case(

@@ -150,7 +150,7 @@ def _record_remarks(
                 Reason.COMBINED_LAUNCH_BOUND,
                 Stage.LAUNCH_BOUND_COMBO,
                 nodes=names,
-                ops=_origin_names(group),
+                ops=fusion_hooks.origin_names(group),
                 args={
                     "kernels": len(group),
                     "bytes": sizes,
@@ -171,7 +171,7 @@ def _record_remarks(
                 Reason.COMBO_NOT_LAUNCH_BOUND,
                 Stage.LAUNCH_BOUND_COMBO,
                 nodes=(node.get_name(),),
-                ops=_origin_names([node]),
+                ops=fusion_hooks.origin_names([node]),
                 args={"bytes": size, "max_bytes": limit, "partners": partners},
                 detail=(
                     f"{node.get_name()} moves {size} bytes, more than the "
@@ -180,17 +180,3 @@ def _record_remarks(
                 ),
             )
         )
-
-
-def _origin_names(nodes: list[BaseSchedulerNode]) -> tuple[str, ...]:
-    names: list[str] = []
-    for node in nodes:
-        for sub in node.get_nodes():
-            ir_node = getattr(sub, "node", None)
-            if ir_node is None:
-                continue
-            for origin in ir_node.get_origins():
-                name = getattr(origin, "name", None)
-                if name is not None and name not in names:
-                    names.append(name)
-    return tuple(names)

@@ -356,21 +356,8 @@ def _record_remark(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
             decision.reason,
             Stage.ONE_PASS_REDUCTION,
             nodes=names,
-            ops=_origin_names(nodes),
+            ops=fusion_hooks.origin_names(nodes),
             args=args,
             detail=detail,
         )
     )
-
-
-def _origin_names(nodes: list[BaseSchedulerNode]) -> tuple[str, ...]:
-    names: list[str] = []
-    for node in nodes:
-        ir_node = getattr(node, "node", None)
-        if ir_node is None:
-            continue
-        for origin in ir_node.get_origins():
-            name = getattr(origin, "name", None)
-            if name is not None and name not in names:
-                names.append(name)
-    return tuple(names)

@@ -236,6 +236,23 @@ def record_pattern_matches(pass_name: str, count: int) -> None:
 
 
 @guarded
+def origin_names(nodes: Any) -> tuple[str, ...]:
+    """The FX nodes (post-grad ops) that scheduler ``nodes``, fused or not,
+    came from, in order and once each: the ``ops`` of an optional pass's
+    remark."""
+    names: list[str] = []
+    for node in nodes:
+        for sub in node.get_nodes():
+            ir_node = getattr(sub, "node", None)
+            if ir_node is None:
+                continue
+            for origin in ir_node.get_origins():
+                name = getattr(origin, "name", None)
+                if name is not None and name not in names:
+                    names.append(name)
+    return tuple(names)
+
+
 def record_pass_remark(remark: Remark) -> None:
     """Keep a remark of an optional scheduler pass for the graph being compiled."""
     if not rec.is_enabled():
