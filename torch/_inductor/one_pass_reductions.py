@@ -58,6 +58,12 @@ log = logging.getLogger(__name__)
 WARP_SIZE = 32
 MIN_WARPS = 4
 MAX_WARPS = 32
+# A row too long for one block's registers is walked in steps of one of
+# these blocks by MAX_WARPS warps (16 bytes of bfloat16 per thread at 8192):
+# the kernel still reads the row once per phase, but with one row per block
+# and few blocks per SM the re-reads come from L2.
+LOOP_BLOCKS = (8192, 4096)
+LOOP_TAIL_WASTE = 0.05
 
 
 def enabled() -> bool:
@@ -95,7 +101,8 @@ def phases(nodes: Iterable[Any]) -> int:
     with ``is_reduction()``, ``get_buffer_names()`` and ``read_writes``).
 
     Softmax online: 2 (max and sum, then the normalization); two-pass
-    softmax: 3; layer and RMS norm: 2; a plain sum: 1.
+    softmax: 3; layer and RMS norm: 2; a plain sum, and cross-entropy's
+    online logsumexp: 1.
     """
     phase_of_buffer: dict[str, int] = {}
     deepest = 0
@@ -113,6 +120,33 @@ def phases(nodes: Iterable[Any]) -> int:
     return deepest + 1
 
 
+def has_online_softmax(nodes: Iterable[Any]) -> bool:
+    """Whether a kernel of ``nodes`` has an online softmax reduction: max
+    and sum in one pass over memory, paid for by rescaling the running sum
+    at every element (an exp, a multiply and a select each).  A row held on
+    chip takes the max and then the sum in registers, without that work;
+    upstream's persistent reduction does so."""
+    for node in nodes:
+        data = getattr(getattr(node, "node", None), "data", None)
+        if getattr(data, "reduction_type", None) == "online_softmax_reduce":
+            return True
+    return False
+
+
+def loop_block_for_row(row: int) -> int:
+    """The block a looped kernel walks a too-long row with: the largest of
+    :data:`LOOP_BLOCKS` whose masked last step wastes at most
+    :data:`LOOP_TAIL_WASTE` of the row (the smallest otherwise).  Rows of
+    32768 and 262144 (no tail) were fastest at 8192, a row of 50257 (14%
+    tail at 8192, 6% at 4096) at 4096: benchmarks/results/
+    reductions_h100_long_rows.md."""
+    for block in LOOP_BLOCKS:
+        steps = -(-row // block)
+        if steps * block - row <= LOOP_TAIL_WASTE * row:
+            return block
+    return LOOP_BLOCKS[-1]
+
+
 @dataclasses.dataclass(frozen=True)
 class Decision:
     """What the pass does with one kernel: ``num_warps`` is set when it
@@ -124,6 +158,9 @@ class Decision:
     rows: int | None
     num_warps: int | None = None
     limit: int | None = None
+    row_inputs: int = 1
+    loop_block: int | None = None
+    online: bool = False
 
     @property
     def fused(self) -> bool:
@@ -138,38 +175,63 @@ def decide(
     rows: int | None,
     multiprocessors: int,
     elements_per_thread: int,
-    row_values: bool = False,
+    row_inputs: int = 1,
+    online: bool = False,
 ) -> Decision | None:
     """The pure decision for a reduction kernel; ``None`` when the kernel
     makes one pass and there is nothing to decide.
 
     ``inner``: the rows are the contiguous, innermost dim and the kernel
     has no other tiling; ``row``/``rows``: the static row length and row
-    count (``None`` when not static); ``row_values``: the kernel also
-    loads or stores one value per row in memory.
+    count (``None`` when not static); ``row_inputs``: how many row-long
+    inputs the block holds at once (a norm's backward holds the gradient,
+    the input and the weight); ``online``: it has an online softmax
+    reduction (:func:`has_online_softmax`), worth holding on chip even in
+    one pass.
+
+    A row whose inputs do not fit in registers is missed with
+    ``one_pass_row_too_long``; where there are rows enough to fill the GPU
+    it gets :func:`loop_block_for_row` (``loop_block``) instead.
     """
-    if phases < 2:
+    if phases < 2 and not online:
         return None
     if not inner:
-        return Decision(Reason.ONE_PASS_ROWS_NOT_CONTIGUOUS, phases, row, rows)
-    if row is None or rows is None:
-        return Decision(Reason.ONE_PASS_DYNAMIC_ROW, phases, row, rows)
-    limit = max_row_elements(elements_per_thread)
-    if row > limit:
-        return Decision(Reason.ONE_PASS_ROW_TOO_LONG, phases, row, rows, limit=limit)
-    if row_values:
-        return Decision(Reason.ONE_PASS_ROW_VALUES, phases, row, rows)
-    if rows < multiprocessors:
         return Decision(
-            Reason.ONE_PASS_TOO_FEW_ROWS, phases, row, rows, limit=multiprocessors
+            Reason.ONE_PASS_ROWS_NOT_CONTIGUOUS, phases, row, rows, online=online
+        )
+    if row is None or rows is None:
+        return Decision(Reason.ONE_PASS_DYNAMIC_ROW, phases, row, rows, online=online)
+    limit = max_row_elements(elements_per_thread)
+    many_rows = rows >= multiprocessors
+    if row * row_inputs > limit:
+        return Decision(
+            Reason.ONE_PASS_ROW_TOO_LONG,
+            phases,
+            row,
+            rows,
+            limit=limit,
+            row_inputs=row_inputs,
+            loop_block=loop_block_for_row(row) if many_rows else None,
+            online=online,
+        )
+    if not many_rows:
+        return Decision(
+            Reason.ONE_PASS_TOO_FEW_ROWS,
+            phases,
+            row,
+            rows,
+            limit=multiprocessors,
+            online=online,
         )
     return Decision(
         Reason.ONE_PASS_ROW_ON_CHIP,
         phases,
         row,
         rows,
-        num_warps=warps_for_row(row, elements_per_thread),
+        num_warps=warps_for_row(row * row_inputs, elements_per_thread),
         limit=limit,
+        row_inputs=row_inputs,
+        online=online,
     )
 
 
@@ -198,12 +260,8 @@ def triton_kernel_kwargs(
     unchanged otherwise.
 
     The configuration is fixed: one row per block and :func:`warps_for_row`
-    warps.  Upstream generates such a block without a row dim (``no_x_dim``)
-    and cannot then index a value of one per row in memory (a norm's saved
-    mean and rstd, a cross-entropy target); kernels that load or store one
-    are missed with ``one_pass_row_values``.  Upstream's own persistent
-    configuration for them was measured slower than its loops on the H100
-    (benchmarks/results/reductions_h100_backward_run1.md).
+    warps; a row too long for that, a looped kernel of :data:`MAX_WARPS`
+    warps walking one row per block in steps of ``loop_block``.
     """
     if not features.is_reduction():
         return kernel_kwargs
@@ -227,16 +285,32 @@ def triton_kernel_kwargs(
         rows=rows if rows is not None else _rows_hint(features),
         multiprocessors=_multiprocessors(nodes),
         elements_per_thread=config.one_pass_reductions_elements_per_thread,
-        row_values=row is not None
-        and _has_row_values(nodes, features.numel * features.reduction_numel),
+        row_inputs=1
+        if row is None
+        else _row_inputs(nodes, features.numel * features.reduction_numel, row),
+        online=has_online_softmax(nodes),
     )
     if decision is None:
         return kernel_kwargs
     _record_remark(decision, nodes)
-    if not decision.fused:
-        return kernel_kwargs
     from .codegen.triton import FixedTritonConfig
 
+    if decision.loop_block is not None:
+        return {
+            **kernel_kwargs,
+            "override_persistent_reduction": False,
+            "override_cooperative_reduction": False,
+            "fixed_config": FixedTritonConfig(
+                {
+                    "XBLOCK": 1,
+                    "R0_BLOCK": decision.loop_block,
+                    "num_warps": MAX_WARPS,
+                    "num_stages": 1,
+                }
+            ),
+        }
+    if not decision.fused:
+        return kernel_kwargs
     return {
         **kernel_kwargs,
         "override_persistent_reduction": True,
@@ -256,32 +330,28 @@ def _rows_hint(features: SIMDKernelFeatures) -> int | None:
         return None
 
 
-def _has_row_values(nodes: list[BaseSchedulerNode], numel: Any) -> bool:
-    """Whether the kernel loads or stores, in memory, a buffer that is not
-    row-sized: one value per row read from elsewhere or kept for a later
-    kernel.  Values per row that only this kernel uses stay in registers.
-    ``numel``: rows times row length (symbolic where the rows are)."""
+def _row_inputs(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> int:
+    """How many row-long inputs a block of the kernel holds: the buffers
+    it loads from memory (not those it writes for itself) of ``numel``
+    elements (rows times row length) or of ``row`` (a weight broadcast to
+    every row).  Values of one per row (a norm's saved statistics, a
+    cross-entropy target) are a register each and do not count."""
     from .dependencies import MemoryDep
     from .virtualized import V
 
-    names = {n.get_name() for n in nodes}
-    internal = set()
+    sizevars = V.graph.sizevars
+    written = {name for node in nodes for name in node.get_buffer_names()}
+    held = set()
     for node in nodes:
-        for buf in node.get_outputs():
-            if all(
-                getattr(use.node, "get_name", lambda: None)() in names
-                for use in buf.users
-            ):
-                internal.add(buf.get_name())
-    for node in nodes:
-        for dep in (*node.read_writes.reads, *node.read_writes.writes):
-            if dep.name in internal:
+        for dep in node.read_writes.reads:
+            if dep.name in written or not isinstance(dep, MemoryDep):
                 continue
-            if not isinstance(dep, MemoryDep):
-                return True
-            if not V.graph.sizevars.statically_known_equals(dep.get_numel(), numel):
-                return True
-    return False
+            size = dep.get_numel()
+            if sizevars.statically_known_equals(
+                size, numel
+            ) or sizevars.statically_known_equals(size, row):
+                held.add(dep.name)
+    return max(1, len(held))
 
 
 def _decided_elsewhere(kernel_kwargs: dict[str, Any]) -> bool:
@@ -319,36 +389,50 @@ def _record_remark(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
         "row": decision.row,
         "rows": decision.rows,
     }
+    if decision.row_inputs > 1:
+        args["row_inputs"] = decision.row_inputs
+    inputs = (
+        f" times {decision.row_inputs} row-long inputs"
+        if decision.row_inputs > 1
+        else ""
+    )
+    if decision.online:
+        args["online_softmax"] = True
+    plural = "es" if decision.phases > 1 else ""
+    passes = f"{decision.phases} pass{plural}" + (
+        " and online softmax rescaling" if decision.online else ""
+    )
     if decision.fused:
         args["num_warps"] = decision.num_warps
         detail = (
-            f"{decision.phases} passes over each row of {decision.row} elements "
-            f"made one: the row is held in the registers of one block of "
-            f"{decision.num_warps} warps"
-        )
-    elif decision.reason == Reason.ONE_PASS_ROW_VALUES:
-        detail = (
-            "the kernel loads or stores one value per row in memory, which a "
-            f"block without a row dim cannot index: {decision.phases} passes kept"
+            f"{passes} over each row of {decision.row} elements{inputs} made "
+            f"one plain pass: the row is held in the registers of one block "
+            f"of {decision.num_warps} warps"
         )
     elif decision.reason == Reason.ONE_PASS_ROW_TOO_LONG:
         args["limit"] = decision.limit
         detail = (
-            f"a row of {decision.row} elements is longer than one block holds "
-            f"in registers ({decision.limit}): {decision.phases} passes kept"
+            f"a row of {decision.row} elements{inputs} is more than one block "
+            f"holds in registers ({decision.limit}): {passes} kept"
         )
+        if decision.loop_block is not None:
+            args["loop_block"] = decision.loop_block
+            detail += (
+                f", one row per block of {MAX_WARPS} warps in steps of "
+                f"{decision.loop_block} elements so that re-reads come from L2"
+            )
     elif decision.reason == Reason.ONE_PASS_TOO_FEW_ROWS:
         args["multiprocessors"] = decision.limit
         detail = (
             f"{decision.rows} rows for {decision.limit} multiprocessors: one "
-            f"block per row would leave most idle; {decision.phases} passes kept"
+            f"block per row would leave most idle; {passes} kept"
         )
     elif decision.reason == Reason.ONE_PASS_DYNAMIC_ROW:
-        detail = f"the row length is not static: {decision.phases} passes kept"
+        detail = f"the row length is not static: {passes} kept"
     else:
         detail = (
             "the reduced dim is not the contiguous innermost one, or the "
-            f"kernel is tiled: {decision.phases} passes kept"
+            f"kernel is tiled: {passes} kept"
         )
     fusion_hooks.record_pass_remark(
         Remark(

@@ -184,7 +184,6 @@ class Reason(str, enum.Enum):
     ONE_PASS_TOO_FEW_ROWS = "one_pass_too_few_rows"
     ONE_PASS_DYNAMIC_ROW = "one_pass_dynamic_row"
     ONE_PASS_ROWS_NOT_CONTIGUOUS = "one_pass_rows_not_contiguous"
-    ONE_PASS_ROW_VALUES = "one_pass_row_values"
 
     @property
     def category(self) -> Category:
@@ -562,11 +561,11 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.ONE_PASS_ROW_ON_CHIP: (
         _F,
-        "config.one_pass_reductions made a softmax-class kernel (a reduction whose row a later phase of the same kernel reads again) read each row once: the row is held in the registers of one thread block instead of being read once per phase",
+        "config.one_pass_reductions made a softmax-class kernel (a reduction whose row a later phase of the same kernel reads again, or an online softmax) read each row once: the row is held in the registers of one thread block instead of being read once per phase or rescaled at every element",
     ),
     R.ONE_PASS_ROW_TOO_LONG: (
         _B,
-        "config.one_pass_reductions kept a softmax-class kernel's passes: its row has more elements than one thread block holds in registers (32 warps times config.one_pass_reductions_elements_per_thread per thread)",
+        "config.one_pass_reductions kept a softmax-class kernel's passes: its row, times the row-long inputs the kernel holds, has more elements than one thread block holds in registers (32 warps times config.one_pass_reductions_elements_per_thread per thread); with rows enough to fill the GPU the row is walked by one block of 32 warps in wide steps, so that its re-reads come from L2",
     ),
     R.ONE_PASS_TOO_FEW_ROWS: (
         _H,
@@ -575,10 +574,6 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     R.ONE_PASS_DYNAMIC_ROW: (
         _B,
         "config.one_pass_reductions kept a softmax-class kernel's passes: the row length is not static, and a persistent reduction needs a static block size",
-    ),
-    R.ONE_PASS_ROW_VALUES: (
-        _B,
-        "config.one_pass_reductions kept a softmax-class kernel's passes: it also loads or stores one value per row in memory (a norm's saved statistics, a cross-entropy target), and upstream's code generation of a one-row block (no_x_dim) cannot index it",
     ),
     R.ONE_PASS_ROWS_NOT_CONTIGUOUS: (
         _B,

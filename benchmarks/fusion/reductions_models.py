@@ -1,0 +1,238 @@
+"""Model steps with ``config.one_pass_reductions`` on against off.
+
+The softmax-class kernels of a language model's training step are its
+logits' cross-entropy (rows as long as the vocabulary) and, where the width
+is over 1024, its norms.  This times the GPT-2 and Llama (the default set's
+architectures, with their language-model heads and the loss) training steps
+and BERT inference, each compiled twice (``torch.compile(model,
+options={"one_pass_reductions": on})``, two Dynamo cache entries), the two
+arms interleaved round by round, every step replayed from a CUDA graph
+(``triton.testing.do_bench_cudagraph``): without graphs the host's noise
+(30-120% between rounds on the device machine) hides a few percent.
+
+    python benchmarks/fusion/reductions_models.py --models gpt2_lm,llama_lm,bert \\
+        --rounds 5 --json benchmarks/results/reductions_models_h100.json
+
+Writes per model and arm the median step time over rounds, its spread, the
+loss (or output) difference between the arms and the pass's remarks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, TYPE_CHECKING
+
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+ARMS = ("off", "on")
+
+
+def _tokens(batch: int, seq: int, vocab: int, device: str) -> Any:
+    import torch
+
+    seeded = torch.Generator(device="cpu").manual_seed(0)
+    return torch.randint(0, vocab, (batch, seq), generator=seeded).to(device)
+
+
+def _gpt2_lm() -> tuple[Any, int, bool]:
+    import transformers
+
+    config = transformers.GPT2Config()
+    return transformers.GPT2LMHeadModel(config), config.vocab_size, True
+
+
+def _llama_lm() -> tuple[Any, int, bool]:
+    import transformers
+
+    # The default set's llama_small (models.py), with its head.
+    config = transformers.LlamaConfig(
+        hidden_size=512,
+        intermediate_size=1408,
+        num_hidden_layers=4,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        vocab_size=32000,
+    )
+    return transformers.LlamaForCausalLM(config), config.vocab_size, True
+
+
+def _bert() -> tuple[Any, int, bool]:
+    import transformers
+
+    config = transformers.BertConfig()
+    return transformers.BertModel(config), config.vocab_size, False
+
+
+# name -> (model, vocabulary, training step?) at batch 8 x 128 tokens.
+MODELS: dict[str, Callable[[], tuple[Any, int, bool]]] = {
+    "gpt2_lm": _gpt2_lm,
+    "llama_lm": _llama_lm,
+    "bert": _bert,
+}
+
+
+def step_of(model: Any, tokens: Any, train: bool) -> Callable[[], Any]:
+    """One step: forward with the loss and backward (``train``), or the
+    forward's last hidden state.  Gradients accumulate in place, which a
+    CUDA graph replays."""
+    import torch
+
+    if train:
+
+        def step() -> Any:
+            loss = model(tokens, labels=tokens).loss
+            loss.backward()
+            return loss.detach()
+
+        return step
+
+    def infer() -> Any:
+        with torch.no_grad():
+            return model(tokens).last_hidden_state
+
+    return infer
+
+
+def _remark_counts(report: Any) -> dict[str, int]:
+    counts: collections.Counter[str] = collections.Counter()
+    for graph in report.to_json()["graphs"]:
+        for remark in graph["remarks"]:
+            if remark["stage"] == "one_pass_reduction":
+                counts[remark["reason"]] += 1
+    return dict(sorted(counts.items()))
+
+
+def run_model(
+    name: str, device: str, dtype: str, rounds: int, batch: int, seq: int
+) -> dict[str, Any]:
+    import torch
+    import triton.testing
+    from torch._inductor import fusion_report
+
+    torch.manual_seed(0)
+    module, vocab, train = MODELS[name]()
+    module = module.to(device=device, dtype=getattr(torch, dtype))
+    module.train(train)
+    if train:
+        # Dropout off: both arms compute the same step.
+        for sub in module.modules():
+            if isinstance(sub, torch.nn.Dropout):
+                sub.p = 0.0
+    tokens = _tokens(batch, seq, vocab, device)
+    steps: dict[str, Callable[[], Any]] = {}
+    result: dict[str, Any] = {
+        "model": name,
+        "dtype": dtype,
+        "train": train,
+        "batch": batch,
+        "seq": seq,
+        "arms": {},
+    }
+    outputs = {}
+    for arm in ARMS:
+        torch._dynamo.reset()
+        compiled = torch.compile(
+            module,
+            options={"one_pass_reductions": arm == "on", "fx_graph_cache": False},
+        )
+        step = step_of(compiled, tokens, train)
+        start = time.perf_counter()
+        with fusion_report.capture() as report:
+            outputs[arm] = step().float()
+        module.zero_grad(set_to_none=False)
+        result["arms"][arm] = {
+            "compile_s": time.perf_counter() - start,
+            "remarks": _remark_counts(report),
+            "ms": [],
+        }
+        steps[arm] = step
+    result["max_abs_diff"] = (outputs["on"] - outputs["off"]).abs().max().item()
+    for _ in range(rounds):
+        for arm in ARMS:
+            ms = triton.testing.do_bench_cudagraph(steps[arm], return_mode="median")
+            result["arms"][arm]["ms"].append(ms)
+    for arm in ARMS:
+        times = result["arms"][arm]["ms"]
+        entry = result["arms"][arm]
+        entry["median_ms"] = statistics.median(times)
+        entry["spread"] = (max(times) - min(times)) / entry["median_ms"]
+    result["speedup"] = (
+        result["arms"]["off"]["median_ms"] / (result["arms"]["on"]["median_ms"])
+    )
+    return result
+
+
+def markdown(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "# Model steps: config.one_pass_reductions on against off",
+        "",
+        "Median ms per step over rounds (CUDA graph replays, arms interleaved "
+        "round by round), spread (max - min) / median in brackets.",
+        "",
+        "| model | step | dtype | off ms | on ms | on speed-up | max diff | "
+        "remarks (on) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        off, on = r["arms"]["off"], r["arms"]["on"]
+        remarks = ", ".join(f"{k} {v}" for k, v in on["remarks"].items())
+        lines.append(
+            f"| {r['model']} | {'training' if r['train'] else 'inference'} | "
+            f"{r['dtype']} | {off['median_ms']:.3f} ({off['spread']:.0%}) | "
+            f"{on['median_ms']:.3f} ({on['spread']:.0%}) | {r['speedup']:.3f}x | "
+            f"{r['max_abs_diff']:.2e} | {remarks or 'none'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", type=lambda s: s.split(","), default=list(MODELS))
+    p.add_argument("--dtypes", type=lambda s: s.split(","), default=["float32"])
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--json")
+    args = p.parse_args(argv)
+    unknown = [m for m in args.models if m not in MODELS]
+    if unknown:
+        p.error(f"unknown model(s) {unknown}; choose from {list(MODELS)}")
+    if args.device != "cuda":
+        p.error("the steps are timed from CUDA graphs: --device cuda")
+    results = []
+    for dtype in args.dtypes:
+        for name in args.models:
+            try:
+                results.append(
+                    run_model(
+                        name, args.device, dtype, args.rounds, args.batch, args.seq
+                    )
+                )
+            except Exception as e:  # a model's failure is a row, not the end
+                results.append({"model": name, "dtype": dtype, "error": repr(e)[:500]})
+                print(f"{name} {dtype}: {e!r}"[:500], flush=True)
+                continue
+            print(markdown(results[-1:]).splitlines()[-1], flush=True)
+            if args.json:
+                Path(args.json).write_text(json.dumps(results, indent=1))
+    ok = [r for r in results if "error" not in r]
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+        Path(args.json).with_suffix(".md").write_text(markdown(ok))
+    print(markdown(ok))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
