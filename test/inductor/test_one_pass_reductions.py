@@ -143,6 +143,10 @@ class TestDecision(TestCase):
             # at both, the smaller block.
             [8192, 8192, 4096, 4096],
         )
+        # An online softmax only at the widest block, where its tail is short.
+        self.assertEqual(opr.loop_block_for_row(128256, online=True), 8192)
+        self.assertIsNone(opr.loop_block_for_row(50257, online=True))
+        self.assertIsNone(self.decide(row=50257, online=True).loop_block)
 
     def test_each_reason(self):
         cases = [
@@ -404,7 +408,7 @@ class TestCuda(TestCase):
                 out, code, remarks = self.compile(
                     fn, x, y, one_pass_reductions=True, online_softmax=online
                 )
-                self.assertEqual(out, fn(x.float(), y), atol=2e-2, rtol=1e-2)
+                self.assertEqual(out.float(), fn(x.float(), y), atol=2e-2, rtol=1e-2)
                 self.assertEqual(
                     [r["reason"] for r in remarks], ["one_pass_row_on_chip"]
                 )

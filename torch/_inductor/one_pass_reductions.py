@@ -133,18 +133,25 @@ def has_online_softmax(nodes: Iterable[Any]) -> bool:
     return False
 
 
-def loop_block_for_row(row: int) -> int:
+def loop_block_for_row(row: int, online: bool = False) -> int | None:
     """The block a looped kernel walks a too-long row with: the largest of
     :data:`LOOP_BLOCKS` whose masked last step wastes at most
-    :data:`LOOP_TAIL_WASTE` of the row (the smallest otherwise).  Rows of
-    32768 and 262144 (no tail) were fastest at 8192, a row of 50257 (14%
-    tail at 8192, 6% at 4096) at 4096: benchmarks/results/
-    reductions_h100_long_rows.md."""
-    for block in LOOP_BLOCKS:
+    :data:`LOOP_TAIL_WASTE` of the row, else the smallest.  An online
+    softmax kernel gets only the widest block, and ``None`` (upstream's
+    configuration) where its tail is longer.
+
+    Measured on the H100, bfloat16 (benchmarks/results/
+    reductions_h100_loop_configs.md): rows of 32768, 128256 and 262144
+    (tails of 0-2% at 8192) are fastest at 8192 for softmax and norms; at
+    50257 (14% tail at 8192, 6% at 4096) a norm is fastest at 4096 (1.33x
+    upstream), while an online softmax is no faster than upstream at any
+    block of 2048-8192 and 16 or 32 warps."""
+    blocks = LOOP_BLOCKS[:1] if online else LOOP_BLOCKS
+    for block in blocks:
         steps = -(-row // block)
         if steps * block - row <= LOOP_TAIL_WASTE * row:
             return block
-    return LOOP_BLOCKS[-1]
+    return None if online else LOOP_BLOCKS[-1]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -211,7 +218,7 @@ def decide(
             rows,
             limit=limit,
             row_inputs=row_inputs,
-            loop_block=loop_block_for_row(row) if many_rows else None,
+            loop_block=loop_block_for_row(row, online) if many_rows else None,
             online=online,
         )
     if not many_rows:
