@@ -2,15 +2,15 @@
 
 The softmax-class kernels of a language model's training step are its
 logits' cross-entropy (rows as long as the vocabulary) and, where the width
-is over 1024, its norms.  This times the GPT-2 and Llama (the default set's
-architectures, with their language-model heads and the loss) training steps
+is over 1024, its norms.  This times the GPT-2, Llama and T5 (the default
+set's architectures, with their language-model heads and the loss) training steps
 and BERT inference, each compiled twice (``torch.compile(model,
 options={"one_pass_reductions": on})``, two Dynamo cache entries), the two
 arms interleaved round by round, every step replayed from a CUDA graph
 (``triton.testing.do_bench_cudagraph``): without graphs the host's noise
 (30-120% between rounds on the device machine) hides a few percent.
 
-    python benchmarks/fusion/reductions_models.py --models gpt2_lm,llama_lm,bert \\
+    python benchmarks/fusion/reductions_models.py --models gpt2_lm,llama_lm,t5_lm,bert \\
         --rounds 5 --json benchmarks/results/reductions_models_h100.json
 
 Writes per model and arm the median step time over rounds, its spread, the
@@ -66,6 +66,22 @@ def _llama_lm() -> tuple[Any, int, bool]:
     return transformers.LlamaForCausalLM(config), config.vocab_size, True
 
 
+def _t5_lm() -> tuple[Any, int, bool]:
+    import transformers
+
+    # The default set's t5_small (models.py), with its head.
+    config = transformers.T5Config(
+        d_model=512,
+        d_ff=2048,
+        num_heads=8,
+        d_kv=64,
+        num_layers=6,
+        num_decoder_layers=6,
+        dropout_rate=0.0,
+    )
+    return transformers.T5ForConditionalGeneration(config), config.vocab_size, True
+
+
 def _bert() -> tuple[Any, int, bool]:
     import transformers
 
@@ -77,6 +93,7 @@ def _bert() -> tuple[Any, int, bool]:
 MODELS: dict[str, Callable[[], tuple[Any, int, bool]]] = {
     "gpt2_lm": _gpt2_lm,
     "llama_lm": _llama_lm,
+    "t5_lm": _t5_lm,
     "bert": _bert,
 }
 

@@ -198,7 +198,8 @@ def decide(
 
     A row whose inputs do not fit in registers is missed with
     ``one_pass_row_too_long``; where there are rows enough to fill the GPU
-    it gets :func:`loop_block_for_row` (``loop_block``) instead.
+    and more than one pass over it, it gets :func:`loop_block_for_row`
+    (``loop_block``) instead.
     """
     if phases < 2 and not online:
         return None
@@ -218,7 +219,11 @@ def decide(
             rows,
             limit=limit,
             row_inputs=row_inputs,
-            loop_block=loop_block_for_row(row, online) if many_rows else None,
+            # Only re-reads gain from a wider loop: a kernel of one pass
+            # (an online logsumexp) keeps upstream's configuration.
+            loop_block=loop_block_for_row(row, online)
+            if many_rows and phases >= 2
+            else None,
             online=online,
         )
     if not many_rows:
