@@ -120,13 +120,14 @@ def step_of(model: Any, tokens: Any, train: bool) -> Callable[[], Any]:
     return infer
 
 
-def _remark_counts(report: Any) -> dict[str, int]:
-    counts: collections.Counter[str] = collections.Counter()
-    for graph in report.to_json()["graphs"]:
-        for remark in graph["remarks"]:
-            if remark["stage"] == "one_pass_reduction":
-                counts[remark["reason"]] += 1
-    return dict(sorted(counts.items()))
+def _pass_remarks(report: Any) -> list[dict[str, Any]]:
+    """The pass's remarks: reason, the kernel's ops and the decision's args."""
+    return [
+        {"reason": r["reason"], "ops": r.get("ops", []), "args": r.get("args", {})}
+        for graph in report.to_json()["graphs"]
+        for r in graph["remarks"]
+        if r["stage"] == "one_pass_reduction"
+    ]
 
 
 def run_model(
@@ -169,7 +170,14 @@ def run_model(
         module.zero_grad(set_to_none=False)
         result["arms"][arm] = {
             "compile_s": time.perf_counter() - start,
-            "remarks": _remark_counts(report),
+            "remarks": dict(
+                sorted(
+                    collections.Counter(
+                        r["reason"] for r in _pass_remarks(report)
+                    ).items()
+                )
+            ),
+            "remark_details": _pass_remarks(report),
             "ms": [],
         }
         steps[arm] = step

@@ -1,0 +1,242 @@
+# Owner(s): ["module: inductor"]
+"""Correctness of config.one_pass_reductions over the ops it rewrites.
+
+OpInfo: every sample of softmax, log_softmax, cross_entropy, layer_norm and
+rms_norm, widened so that the pass has a kernel to decide (rows of 2048
+elements, 264 of them: more than an H100's 132 SMs), its dim, keyword
+arguments, weights, targets and ignore index kept; compiled with the pass
+and compared with eager in float64 at the tolerances below.
+
+Hypothesis: softmax, log_softmax and cross-entropy over drawn row counts, row
+lengths (ragged: not a multiple of any block), strides (a transposed or
+sliced input), dtypes and extreme values (logits scaled to 1e4, rows of
+-inf, single finite values in a -inf row), forward and backward, against
+eager on a float64 copy.
+
+The pass decides Triton kernels only; on the CPU there is no code it changes
+(test_one_pass_reductions.TestCpu shows the C++ code is the same), so these
+run on CUDA and skip elsewhere.
+"""
+
+import unittest
+
+import torch
+import torch.nn.functional as F
+from torch._inductor import config, fusion_report
+from torch._inductor.test_case import run_tests, TestCase
+from torch.testing._internal.common_cuda import TEST_CUDA
+from torch.testing._internal.common_device_type import (
+    instantiate_device_type_tests,
+    ops,
+)
+from torch.testing._internal.common_methods_invocations import op_db
+
+
+try:
+    from hypothesis import given, HealthCheck, settings, strategies as st
+except ImportError:  # pragma: no cover - hypothesis is in requirements/common.txt
+    given = None
+
+ROW = 2048
+ROWS = 264
+OPS = (
+    "softmax",
+    "log_softmax",
+    "nn.functional.cross_entropy",
+    "nn.functional.layer_norm",
+    "nn.functional.rms_norm",
+)
+# Against a float64 eager reference: the inputs are rounded to the dtype
+# first, so these bound the kernel's arithmetic, not the input rounding.
+TOLERANCE = {
+    torch.float32: {"atol": 1e-5, "rtol": 1e-4},
+    torch.bfloat16: {"atol": 2e-2, "rtol": 2e-2},
+    torch.float16: {"atol": 2e-3, "rtol": 2e-3},
+}
+
+
+def _compiled_with_pass(fn):
+    torch._dynamo.reset()
+    return torch.compile(fn, dynamic=False)
+
+
+def _run_with_pass(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` compiled with the pass on, and its remarks."""
+    with (
+        config.patch(one_pass_reductions=True, fx_graph_cache=False),
+        fusion_report.capture() as rep,
+    ):
+        out = _compiled_with_pass(fn)(*args, **kwargs)
+    remarks = [
+        r["reason"]
+        for g in rep.to_json()["graphs"]
+        for r in g["remarks"]
+        if r["stage"] == "one_pass_reduction"
+    ]
+    return out, remarks
+
+
+def _widen(name, sample, device, dtype):
+    """The sample at a size the pass decides: the reduced dim ``ROW`` long,
+    ``ROWS`` rows; everything else (dim, kwargs, which arguments) kept.
+    ``None`` for empty and 0-d samples."""
+    x = sample.input
+    if x.dim() == 0 or x.numel() == 0:
+        return None
+    args, kwargs = list(sample.args), dict(sample.kwargs)
+
+    def rand(*shape, dt=dtype):
+        return torch.randn(shape, device=device, dtype=dt)
+
+    if name in ("softmax", "log_softmax"):
+        dim = args[0] % x.dim()
+        shape = [ROWS if i == 0 and dim != 0 else s for i, s in enumerate(x.shape)]
+        shape[dim] = ROW
+        if x.dim() == 1:
+            shape = [ROWS, ROW]
+            args[0] = -1
+        return rand(*shape) * 4, args, kwargs
+    if name == "nn.functional.cross_entropy":
+        shape = [ROWS, ROW, *x.shape[2:]]
+        target = args[0]
+        if target.dtype in (torch.int64, torch.int32):
+            args[0] = torch.randint(0, ROW, (ROWS, *target.shape[1:]), device=device)
+        else:
+            args[0] = torch.softmax(rand(*shape, dt=torch.float32), 1).to(dtype)
+        if kwargs.get("weight") is not None:
+            kwargs["weight"] = rand(ROW).abs()
+        if "ignore_index" in kwargs:
+            kwargs["ignore_index"] = 1
+        return rand(*shape) * 4, args, kwargs
+    # layer_norm / rms_norm: args[0] is normalized_shape, then weight (bias).
+    normalized = list(args[0])
+    normalized[-1] = ROW
+    batch = (
+        [ROWS] if x.dim() == len(normalized) else [ROWS, *x.shape[1 : -len(normalized)]]
+    )
+    args[0] = normalized
+    args[1:] = [None if a is None else rand(*normalized) for a in args[1:]]
+    return rand(*batch, *normalized), args, kwargs
+
+
+def _to_double(value):
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.double()
+    if isinstance(value, list):
+        return [_to_double(v) for v in value]
+    return value
+
+
+@unittest.skipIf(not TEST_CUDA, "the pass decides Triton kernels: needs CUDA")
+class TestOnePassOpInfo(TestCase):
+    @ops(
+        [op for op in op_db if op.name in OPS and op.variant_test_name == ""],
+        allowed_dtypes=(torch.float32, torch.bfloat16),
+    )
+    def test_widened_samples_equal_eager(self, device, dtype, op):
+        decided = 0
+        for sample in op.sample_inputs(device, dtype):
+            widened = _widen(op.name, sample, device, dtype)
+            if widened is None:
+                continue
+            x, args, kwargs = widened
+            with self.subTest(
+                shape=tuple(x.shape), args=len(args), kwargs=str(kwargs.keys())
+            ):
+                out, remarks = _run_with_pass(op.op, x, *args, **kwargs)
+                expected = op.op(
+                    x.double(),
+                    *_to_double(args),
+                    **{k: _to_double(v) for k, v in kwargs.items()},
+                )
+                self.assertEqual(out.double(), expected, **TOLERANCE[dtype])
+                decided += bool(remarks)
+        # The widened samples reach the pass (a row of 2048 has passes to
+        # fold unless it is a cross-entropy with class probabilities).
+        self.assertGreater(decided, 0)
+
+
+def _draw_input(data, dtype, op):
+    rows = data.draw(st.integers(132, 400), label="rows")
+    row = data.draw(
+        st.one_of(st.integers(1025, 9000), st.sampled_from([4096, 32000, 50257])),
+        label="row",
+    )
+    layout = data.draw(
+        st.sampled_from(["contiguous", "transposed", "sliced"]), label="layout"
+    )
+    scale = data.draw(st.sampled_from([1.0, 30.0, 1e4]), label="scale")
+    if layout == "transposed":
+        x = torch.randn(row, rows, device="cuda", dtype=dtype).t()
+    elif layout == "sliced":
+        x = torch.randn(rows, row + 7, device="cuda", dtype=dtype)[:, 3 : row + 3]
+    else:
+        x = torch.randn(rows, row, device="cuda", dtype=dtype)
+    x = x * scale
+    extremes = ["none", "inf_row", "one_finite"]
+    if op == "cross_entropy":
+        # A row of -inf has no finite loss or gradient, even ignored.
+        extremes.remove("inf_row")
+    extreme = data.draw(st.sampled_from(extremes), label="extreme")
+    if extreme != "none":
+        x = x.clone()
+        x[0] = float("-inf")
+        if extreme == "one_finite":
+            x[0, row // 2] = 1.0
+    return x
+
+
+if given is not None:
+
+    @unittest.skipIf(not TEST_CUDA, "the pass decides Triton kernels: needs CUDA")
+    class TestOnePassProperties(TestCase):
+        @settings(
+            max_examples=12,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        )
+        @given(
+            data=st.data(),
+            op=st.sampled_from(["softmax", "log_softmax", "cross_entropy"]),
+            dtype=st.sampled_from([torch.float32, torch.bfloat16, torch.float16]),
+        )
+        def test_forward_and_backward_equal_eager(self, data, op, dtype):
+            x = _draw_input(data, dtype, op)
+            target = torch.randint(0, x.shape[1], (x.shape[0],), device="cuda")
+            if op == "cross_entropy":
+                # Row 0 may be all -inf but one value: its target is ignored.
+                target[0] = -100
+
+                def fn(t):
+                    return F.cross_entropy(t, target, reduction="none")
+
+            else:
+                fn = getattr(torch, op)
+                fn = (lambda f: lambda t: f(t, -1))(fn)
+            grad_seed = torch.randn(x.shape[0], device="cuda")
+
+            def step(t):
+                out = fn(t)
+                weights = grad_seed if out.dim() == 1 else grad_seed[:, None]
+                # Non-finite outputs (log_softmax of -inf) get no gradient.
+                loss = torch.where(out.isfinite(), out * weights.to(out.dtype), 0).sum()
+                (grad,) = torch.autograd.grad(loss, t)
+                return out, grad
+
+            out, grad = _run_with_pass(step, x.requires_grad_(True))[0]
+            ref_out, ref_grad = step(x.detach().double().requires_grad_(True))
+            tol = TOLERANCE[dtype]
+            self.assertEqual(out.double(), ref_out, **tol, equal_nan=True)
+            self.assertEqual(
+                grad.double(),
+                ref_grad,
+                atol=tol["atol"] * 10 * max(1.0, x[1:].abs().max().item() / 100),
+                rtol=tol["rtol"] * 10,
+                equal_nan=True,
+            )
+
+
+instantiate_device_type_tests(TestOnePassOpInfo, globals(), only_for="cuda")
+
+if __name__ == "__main__":
+    run_tests()
