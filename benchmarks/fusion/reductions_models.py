@@ -78,6 +78,8 @@ def _t5_lm() -> tuple[Any, int, bool]:
         num_layers=6,
         num_decoder_layers=6,
         dropout_rate=0.0,
+        decoder_start_token_id=0,
+        pad_token_id=0,
     )
     return transformers.T5ForConditionalGeneration(config), config.vocab_size, True
 

@@ -108,6 +108,45 @@ class TestPhases(TestCase):
                 self.assertEqual(max(counts), expected)
 
 
+class TestRowsContiguous(TestCase):
+    def rows_contiguous(self, fn, *args):
+        """``_rows_contiguous`` of the kernel with the longest rows."""
+        found = []
+
+        def check(nodes, found=found):
+            for node in _reduction_kernels(nodes):
+                numel, rnumel = map(sympy_product, node.group[1])
+                found.append(
+                    (
+                        int(rnumel),
+                        opr._rows_contiguous(
+                            node.get_nodes(), numel * rnumel, int(rnumel)
+                        ),
+                    )
+                )
+            return nodes
+
+        torch._dynamo.reset()
+        with config.patch(_post_fusion_custom_pass=check, fx_graph_cache=False):
+            torch.compile(fn)(*args)
+        return max(found)[1]
+
+    def test_a_cross_entropy_backward_reads_rows_contiguously(self):
+        """Its row sum has no load of its own (upstream's hint: DEFAULT);
+        the logits it reads and the gradient it writes are rows."""
+        x = torch.randn(64, 4000, requires_grad=True)
+        y = torch.randint(0, 4000, (64,))
+
+        def step(t):
+            return torch.autograd.grad(F.cross_entropy(t, y), t)[0]
+
+        self.assertTrue(self.rows_contiguous(step, x))
+
+    def test_a_softmax_over_the_outer_dim_does_not(self):
+        x = torch.randn(4000, 64)
+        self.assertFalse(self.rows_contiguous(lambda t: torch.softmax(t, 0), x))
+
+
 class TestDecision(TestCase):
     def decide(self, **overrides):
         kwargs = {

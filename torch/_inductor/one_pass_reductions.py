@@ -291,8 +291,16 @@ def triton_kernel_kwargs(
     rows = _static_int(features.numel)
     decision = decide(
         phases=phases(nodes),
-        inner=features.get_reduction_hint() == ReductionHint.INNER
-        and _only_x_and_r(groups),
+        inner=_only_x_and_r(groups)
+        and (
+            features.get_reduction_hint() == ReductionHint.INNER
+            or (
+                row is not None
+                and _rows_contiguous(
+                    nodes, features.numel * features.reduction_numel, row
+                )
+            )
+        ),
         row=row,
         rows=rows if rows is not None else _rows_hint(features),
         multiprocessors=_multiprocessors(nodes),
@@ -364,6 +372,29 @@ def _row_inputs(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> int:
             ) or sizevars.statically_known_equals(size, row):
                 held.add(dep.name)
     return max(1, len(held))
+
+
+def _rows_contiguous(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> bool:
+    """Whether every row-long buffer the kernel reads or writes is contiguous
+    along the row.  Upstream's reduction hint says so only from the
+    reduction's own loads: a cross-entropy backward sums a one-hot built
+    from ``iota`` (no load at all) while its pointwise part reads and writes
+    the logits row by row, and its hint stays ``DEFAULT``."""
+    from .dependencies import MemoryDep
+    from .virtualized import V
+
+    sizevars = V.graph.sizevars
+    row_long = [
+        dep
+        for node in nodes
+        for dep in (*node.read_writes.reads, *node.read_writes.writes)
+        if isinstance(dep, MemoryDep)
+        and (
+            sizevars.statically_known_equals(dep.get_numel(), numel)
+            or sizevars.statically_known_equals(dep.get_numel(), row)
+        )
+    ]
+    return bool(row_long) and all(dep.stride1_for_last_dim() for dep in row_long)
 
 
 def _decided_elsewhere(kernel_kwargs: dict[str, Any]) -> bool:
