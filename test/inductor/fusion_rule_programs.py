@@ -615,7 +615,7 @@ UNTESTED: dict[str, str] = {
     "one_pass_row_too_long": "GPU only: Triton reductions; test_one_pass_reductions.py TestCuda",
     "one_pass_too_few_rows": "GPU only: Triton reductions; test_one_pass_reductions.py TestCuda",
     "one_pass_dynamic_row": "GPU only: Triton reductions; test_one_pass_reductions.py TestCuda",
-    "one_pass_rows_not_contiguous": "GPU only, and no program found yet: softmax over dim 0 on CUDA gave no kernel of two phases with an outer reduction; the rule is tested by TestDecision in test_one_pass_reductions.py",
+    "one_pass_rows_not_contiguous": "GPU only, and no program found yet: softmax over dim 0, or along a transposed dim, on CUDA gave no kernel of two phases that the pass decides (daa2c8a, reverted); the rule is tested by TestDecision in test_one_pass_reductions.py",
     # Rules of 2.14.1 only (taxonomy.RELEASES); the GPU machine has 2.11.0.
     "reuse_inline_asm": "GPU only, 2.14.1 only: inline_asm_elementwise generates Triton inline assembly",
     "strict_sum_order": "GPU only, 2.14.1 only: config.numerics='strict' marks a sum strict only for Triton on CUDA",
