@@ -1,37 +1,42 @@
 """One-pass reductions: softmax-class Triton kernels that read each row once.
 
-Why: a softmax, log-softmax, layer norm or RMS norm needs its input read once
-and its output written once, the bytes of a copy.  Inductor generates one
-kernel for each of them, but when a row is longer than its persistent
-reduction limit (``InductorChoices.should_use_persistent_reduction``: 1024
-elements for an inner reduction) the kernel loops over the row once per
+Why: a softmax, log-softmax, cross-entropy, layer norm or RMS norm needs its
+input read once and its output written once, the bytes of a copy.  Inductor
+generates one kernel for each of them, but when a row is longer than its
+persistent reduction limit (``InductorChoices.should_use_persistent_reduction``:
+1024 elements for an inner reduction) the kernel loops over the row once per
 *phase*: online softmax reads it twice (max and sum together, then the
-normalization), the two-pass form three times (max, sum, normalization), a
-norm twice (the statistics, then the scale).  Each extra pass moves the row
-again, from L2 at best.  On an H100 a bfloat16 softmax over 32768 x 4096
+normalization), the two-pass form three times, a norm twice (the
+statistics, then the scale); cross-entropy's online logsumexp reads it once
+but rescales its running sum at every element.  Each extra pass moves the
+row again, from L2 at best.  On an H100 a bfloat16 softmax over 32768 x 4096
 reaches 58% of copy bandwidth that way; the same kernel with the row held in
 registers reaches copy speed.
 
 This pass keeps the row on chip where it fits: a kernel with more than one
-phase over an inner, contiguous reduction of a static length that fits in
-the registers of one thread block becomes a persistent reduction, one block
-per row (``XBLOCK`` 1), with ``num_warps`` chosen so that each thread holds
-about ``config.one_pass_reductions_elements_per_thread`` elements.  The cost
-model is the memory traffic: a kernel of ``p`` phases moves ``p`` reads of
-each row and one write; the one-pass form one read and one write; so it
-saves ``(p - 1)`` row reads, as long as the row fits in registers (more
-elements per thread than that spill to local memory, which is slower than
-the passes saved) and there are at least as many rows as the GPU has
-multiprocessors (one block per row would otherwise leave SMs idle, where
-upstream's split reductions use them).
+phase (or an online softmax) over an inner, contiguous reduction of a static
+length whose row-long inputs fit in the registers of one thread block
+becomes a persistent reduction, one block per row (``XBLOCK`` 1), with
+``num_warps`` chosen so that each thread holds about
+``config.one_pass_reductions_elements_per_thread`` elements.  The cost model
+is the memory traffic: a kernel of ``p`` phases moves ``p`` reads of each
+row and one write; the one-pass form one read and one write; so it saves
+``(p - 1)`` row reads, as long as the row fits in registers (more elements
+per thread than that spill to local memory, which is slower than the passes
+saved) and there are at least as many rows as the GPU has multiprocessors
+(one block per row would otherwise leave SMs idle, where upstream's split
+reductions use them).  A row too long for that, in a kernel of several
+passes over enough rows, is walked by one block of 32 warps in wide steps
+(:func:`loop_block_for_row`): still a read per phase, but with few rows in
+flight per SM the re-reads come from L2.
 
-The kernel it asks for is upstream's persistent reduction with a fixed
-configuration, through the hook upstream provides for exactly that,
+The kernel it asks for is upstream's persistent or looped reduction with a
+fixed configuration, through the hook upstream provides for exactly that,
 ``InductorChoices.triton_kernel_kwargs``; the code generation is upstream's.
 Every decision is a remark (stage ``one_pass_reduction``): ``fused`` with
 ``one_pass_row_on_chip``, or ``missed`` with the reason the row stays in
-several passes.  Kernels of one phase (a plain sum) are not its business and
-get no remark.
+several passes.  Kernels of one phase without an online softmax (a plain
+sum) are not its business and get no remark.
 """
 
 from __future__ import annotations
