@@ -228,6 +228,38 @@ class TestDecision(TestCase):
                     opr.check_config()
 
 
+class TestRobust(TestCase):
+    def test_a_kernel_it_cannot_analyse_keeps_upstreams_kwargs(self):
+        """A failure inside the pass's analysis never fails the compile:
+        the hook returns the kwargs it was given and logs a warning; a bad
+        config value is still an error that names it."""
+
+        class Unreadable:
+            numel = 4096
+            reduction_numel = 4096
+
+            def is_reduction(self):
+                return True
+
+            def scheduler_nodes(self):
+                raise RuntimeError("no nodes")
+
+        kwargs = {"pid_cache": {}}
+        with self.assertLogs(opr.log, level="WARNING") as logs:
+            self.assertIs(
+                opr.triton_kernel_kwargs(
+                    Unreadable(), [{"x": 4096, "r0_": 4096}], kwargs
+                ),
+                kwargs,
+            )
+        self.assertIn("could not analyse", logs.output[0])
+        with config.patch(one_pass_reductions_elements_per_thread=0):
+            with self.assertRaisesRegex(
+                ValueError, "one_pass_reductions_elements_per_thread"
+            ):
+                opr.triton_kernel_kwargs(Unreadable(), [], kwargs)
+
+
 class TestCpu(TestCase):
     def test_cpu_code_is_unchanged(self):
         """The pass decides Triton kernels only: C++ code is the same with it on."""

@@ -273,15 +273,33 @@ def triton_kernel_kwargs(
     features: SIMDKernelFeatures, groups: list[Any], kernel_kwargs: dict[str, Any]
 ) -> dict[str, Any]:
     """``InductorChoices.triton_kernel_kwargs`` with this pass on: the
-    kwargs of a persistent kernel where the row goes on chip, the kwargs
-    unchanged otherwise.
+    kwargs of a persistent kernel where the row goes on chip, of a looped
+    one in wide steps where it is too long for that, the kwargs unchanged
+    otherwise.
 
     The configuration is fixed: one row per block and :func:`warps_for_row`
     warps; a row too long for that, a looped kernel of :data:`MAX_WARPS`
-    warps walking one row per block in steps of ``loop_block``.
+    warps walking one row per block in steps of ``loop_block``.  A bad
+    config value is an error naming it; a failure to analyse the kernel
+    keeps upstream's kwargs (with a warning) rather than fail the compile.
     """
     if not features.is_reduction():
         return kernel_kwargs
+    check_config()
+    try:
+        return _kernel_kwargs(features, groups, kernel_kwargs)
+    except Exception:
+        log.warning(
+            "one_pass_reductions: kept upstream's configuration for a kernel "
+            "it could not analyse",
+            exc_info=True,
+        )
+        return kernel_kwargs
+
+
+def _kernel_kwargs(
+    features: SIMDKernelFeatures, groups: list[Any], kernel_kwargs: dict[str, Any]
+) -> dict[str, Any]:
     from .runtime.hints import ReductionHint
 
     row = _static_int(features.reduction_numel)
@@ -292,7 +310,6 @@ def triton_kernel_kwargs(
     dynamic_row = row is None
     if not dynamic_row and _decided_elsewhere(kernel_kwargs):
         return kernel_kwargs
-    check_config()
     rows = _static_int(features.numel)
     decision = decide(
         phases=phases(nodes),
