@@ -146,6 +146,26 @@ def median_seconds(
     return timer(device)(fn)
 
 
+def softmax_baselines(shape: tuple[int, ...]) -> tuple[Any, Any, float, float, str]:
+    """The baselines of the hand-written probes (``reductions_hand_loops.py``,
+    ``reductions_split_rows.py``): a bfloat16 input of ``shape`` on CUDA, its
+    float32 softmax, and the us of a copy and of Inductor's softmax (static
+    shapes, a fresh compile) as CUDA graph replays, with the generated code."""
+    import torch
+    from torch._inductor import config
+    from torch._inductor.utils import run_and_get_code
+
+    x = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 4
+    ref = torch.softmax(x.float(), -1)
+    copy_us = median_seconds("cuda", x.clone, cuda_graph=True) * 1e6
+    torch._dynamo.reset()
+    with config.patch(fx_graph_cache=False):
+        compiled = torch.compile(lambda t: torch.softmax(t, -1), dynamic=False)
+        _, (code,) = run_and_get_code(compiled, x)
+        default_us = median_seconds("cuda", lambda: compiled(x), cuda_graph=True) * 1e6
+    return x, ref, copy_us, default_us, code
+
+
 def run_case(
     device: str,
     op: str,

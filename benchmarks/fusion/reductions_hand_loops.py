@@ -15,17 +15,24 @@ combination timed against Inductor's default and a copy (bfloat16,
 
 import json
 import os
-import sys
 import re
+import sys
+from pathlib import Path
+
 import torch
 import triton
 import triton.language as tl
 from triton.testing import do_bench_cudagraph as bench
-import torch._inductor.config as ic
-from torch._inductor.utils import run_and_get_code
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from reductions import softmax_baselines
 
 OUT = os.environ.get("OUT", "/tmp")
-SMS = torch.cuda.get_device_properties(0).multi_processor_count
+SMS = (
+    torch.cuda.get_device_properties(0).multi_processor_count
+    if torch.cuda.is_available()
+    else 0
+)
 
 
 @triton.jit
@@ -76,52 +83,55 @@ def looped(x, rblock, warps, align, grid):
     return y
 
 
-shapes = [tuple(map(int, s.split("x"))) for s in sys.argv[1].split(",")]
-results = []
-for shape in shapes:
-    x = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 4
-    ref = torch.softmax(x.float(), -1)
-    copy = bench(lambda: x.clone()) * 1e3
-    res = {"shape": list(shape), "copy_us": copy}
-    torch._dynamo.reset()
-    with ic.patch(fx_graph_cache=False):
-        f = torch.compile(lambda t: torch.softmax(t, -1))
-        out, (code,) = run_and_get_code(f, x)
-        res["default_us"] = bench(lambda: f(x)) * 1e3
-        res["default_cfg"] = re.findall(
-            r"triton_meta=.*|@triton_heuristics\.\w+\(\s*size_hints=[^)]*", code
-        )[:1]
+def main() -> None:
+    shapes = [tuple(map(int, s.split("x"))) for s in sys.argv[1].split(",")]
+    results = []
+    for shape in shapes:
+        x, ref, copy, default, code = softmax_baselines(shape)
+        res = {"shape": list(shape), "copy_us": copy, "default_us": default}
         res["default_code_cfg"] = re.findall(r"R0_BLOCK.{0,40}|'num_warps': \d+", code)[
             :6
         ]
-    print(shape, "copy", round(copy), "default", round(res["default_us"]), flush=True)
-    for align in (1, 8):
-        for rblock in (1024, 2048, 4096, 8192):
-            for warps in (8, 16, 32):
-                if rblock // (32 * warps) < 2 or rblock // (32 * warps) > 64:
-                    continue
-                for grid in (0, SMS, 2 * SMS):
-                    key = f"a{align}_r{rblock}_w{warps}_g{grid}"
-                    try:
-                        y = looped(x, rblock, warps, align, grid)
-                        err = (y.float() - ref).abs().max().item()
-                        us = bench(lambda: looped(x, rblock, warps, align, grid)) * 1e3
-                        res[key] = {"us": us, "pct": copy / us, "err": err}
-                    except Exception as e:
-                        res[key] = {"error": str(e)[:200]}
-    best = sorted(
-        ((v["us"], k) for k, v in res.items() if isinstance(v, dict) and "us" in v)
-    )[:6]
-    res["best"] = best
-    print(
-        shape, "best", [(k, round(u), f"{copy / u:.0%}") for u, k in best], flush=True
-    )
-    results.append(res)
-    with open(f"{OUT}/probe_long.json", "w") as fh:
-        json.dump(results, fh, indent=1)
-for r in results:
-    u, k = r["best"][0]
-    print(
-        "x".join(map(str, r["shape"])),
-        f"copy {r['copy_us']:.0f} default {r['default_us']:.0f} ({r['copy_us'] / r['default_us']:.0%}) best {k} {u:.0f} ({r['copy_us'] / u:.0%}) gain {r['default_us'] / u:.2f}x",
-    )
+        print(
+            shape, "copy", round(copy), "default", round(res["default_us"]), flush=True
+        )
+        for align in (1, 8):
+            for rblock in (1024, 2048, 4096, 8192):
+                for warps in (8, 16, 32):
+                    if rblock // (32 * warps) < 2 or rblock // (32 * warps) > 64:
+                        continue
+                    for grid in (0, SMS, 2 * SMS):
+                        key = f"a{align}_r{rblock}_w{warps}_g{grid}"
+                        try:
+                            y = looped(x, rblock, warps, align, grid)
+                            err = (y.float() - ref).abs().max().item()
+                            us = (
+                                bench(lambda: looped(x, rblock, warps, align, grid))
+                                * 1e3
+                            )
+                            res[key] = {"us": us, "pct": copy / us, "err": err}
+                        except Exception as e:
+                            res[key] = {"error": str(e)[:200]}
+        best = sorted(
+            ((v["us"], k) for k, v in res.items() if isinstance(v, dict) and "us" in v)
+        )[:6]
+        res["best"] = best
+        print(
+            shape,
+            "best",
+            [(k, round(u), f"{copy / u:.0%}") for u, k in best],
+            flush=True,
+        )
+        results.append(res)
+        with open(f"{OUT}/probe_long.json", "w") as fh:
+            json.dump(results, fh, indent=1)
+    for r in results:
+        u, k = r["best"][0]
+        print(
+            "x".join(map(str, r["shape"])),
+            f"copy {r['copy_us']:.0f} default {r['default_us']:.0f} ({r['copy_us'] / r['default_us']:.0%}) best {k} {u:.0f} ({r['copy_us'] / u:.0%}) gain {r['default_us'] / u:.2f}x",
+        )
+
+
+if __name__ == "__main__":
+    main()

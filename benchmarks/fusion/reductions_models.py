@@ -44,60 +44,33 @@ def _tokens(batch: int, seq: int, vocab: int, device: str) -> Any:
     return torch.randint(0, vocab, (batch, seq), generator=seeded).to(device)
 
 
-def _gpt2_lm() -> tuple[Any, int, bool]:
-    import transformers
-
-    config = transformers.GPT2Config()
-    return transformers.GPT2LMHeadModel(config), config.vocab_size, True
-
-
-def _llama_lm() -> tuple[Any, int, bool]:
-    import transformers
-
-    # The default set's llama_small (models.py), with its head.
-    config = transformers.LlamaConfig(
-        hidden_size=512,
-        intermediate_size=1408,
-        num_hidden_layers=4,
-        num_attention_heads=8,
-        num_key_value_heads=4,
-        vocab_size=32000,
-    )
-    return transformers.LlamaForCausalLM(config), config.vocab_size, True
-
-
-def _t5_lm() -> tuple[Any, int, bool]:
-    import transformers
-
-    # The default set's t5_small (models.py), with its head.
-    config = transformers.T5Config(
-        d_model=512,
-        d_ff=2048,
-        num_heads=8,
-        d_kv=64,
-        num_layers=6,
-        num_decoder_layers=6,
-        dropout_rate=0.0,
-        decoder_start_token_id=0,
-        pad_token_id=0,
-    )
-    return transformers.T5ForConditionalGeneration(config), config.vocab_size, True
-
-
-def _bert() -> tuple[Any, int, bool]:
-    import transformers
-
-    config = transformers.BertConfig()
-    return transformers.BertModel(config), config.vocab_size, False
-
-
-# name -> (model, vocabulary, training step?) at batch 8 x 128 tokens.
-MODELS: dict[str, Callable[[], tuple[Any, int, bool]]] = {
-    "gpt2_lm": _gpt2_lm,
-    "llama_lm": _llama_lm,
-    "t5_lm": _t5_lm,
-    "bert": _bert,
+# name -> (the default set's model in models.py, the Hugging Face class that
+# puts its language-model head and loss on it; None: the model as it is,
+# for inference), at batch 8.
+MODELS: dict[str, tuple[str, str | None]] = {
+    "gpt2_lm": ("gpt2", "GPT2LMHeadModel"),
+    "llama_lm": ("llama_small", "LlamaForCausalLM"),
+    "t5_lm": ("t5_small", "T5ForConditionalGeneration"),
+    "bert": ("bert", None),
 }
+
+
+def build(name: str) -> tuple[Any, int, bool]:
+    """The model of ``name``, its vocabulary and whether its step trains.
+    The architecture is the default set's (``models.MODELS``, full shapes):
+    its config is taken from the built model, so the two never differ."""
+    import transformers
+    from models import MODELS as DEFAULT_SET
+
+    base, head = MODELS[name]
+    wrapped, _ = DEFAULT_SET[base].make(True)
+    config = wrapped.model.config
+    if head is None:
+        return wrapped.model, config.vocab_size, False
+    if name == "t5_lm":
+        # Generation with labels shifts them right from this token.
+        config.decoder_start_token_id = config.pad_token_id = 0
+    return getattr(transformers, head)(config), config.vocab_size, True
 
 
 def step_of(model: Any, tokens: Any, train: bool) -> Callable[[], Any]:
@@ -140,7 +113,7 @@ def run_model(
     from torch._inductor import fusion_report
 
     torch.manual_seed(0)
-    module, vocab, train = MODELS[name]()
+    module, vocab, train = build(name)
     module = module.to(device=device, dtype=getattr(torch, dtype))
     module.train(train)
     if train:

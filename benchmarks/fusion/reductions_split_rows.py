@@ -18,13 +18,22 @@ CUDA graph replays against Inductor's softmax and a copy (bfloat16).
 import json
 import os
 import sys
+from pathlib import Path
+
 import torch
 import triton
 import triton.language as tl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from reductions import softmax_baselines
 from triton.testing import do_bench_cudagraph as bench
 
 OUT = os.environ.get("OUT", "/tmp")
-SMS = torch.cuda.get_device_properties(0).multi_processor_count
+SMS = (
+    torch.cuda.get_device_properties(0).multi_processor_count
+    if torch.cuda.is_available()
+    else 0
+)
 
 
 @triton.jit
@@ -40,6 +49,7 @@ def _split_softmax(
     CHUNK: tl.constexpr,
     BLOCK: tl.constexpr,
     SLOTS,
+    PREFETCH: tl.constexpr,
 ):
     pid = tl.program_id(0)
     slot = pid // K
@@ -48,72 +58,33 @@ def _split_softmax(
     inside = (tl.arange(0, BLOCK) < CHUNK) & (offs < n)
     ks = tl.arange(0, K)
     it = 0
-    for row in range(slot, rows, SLOTS):
-        base = row.to(tl.int64) * stride
-        x = tl.load(x_ptr + base + offs, mask=inside, other=-float("inf")).to(
-            tl.float32
-        )
-        m = tl.max(x, 0)
-        s = tl.sum(tl.exp(x - m), 0)
-        buf = ws_ptr + ((slot * 2 + (it % 2)) * K) * 2
-        tl.store(buf + part * 2, m)
-        tl.store(buf + part * 2 + 1, s)
-        tl.atomic_add(cnt_ptr + slot, 1, sem="release")
-        target = K * (it + 1)
-        while tl.atomic_add(cnt_ptr + slot, 0, sem="acquire") < target:
-            pass
-        ms = tl.load(buf + ks * 2, volatile=True)
-        ss = tl.load(buf + ks * 2 + 1, volatile=True)
-        M = tl.max(ms, 0)
-        S = tl.sum(ss * tl.exp(ms - M), 0)
-        tl.store(
-            y_ptr + base + offs,
-            (tl.exp(x - M) / S).to(y_ptr.dtype.element_ty),
-            mask=inside,
-        )
-        it += 1
-
-
-@triton.jit
-def _split_softmax_pf(
-    x_ptr,
-    y_ptr,
-    ws_ptr,
-    cnt_ptr,
-    n,
-    rows,
-    stride,
-    K: tl.constexpr,
-    CHUNK: tl.constexpr,
-    BLOCK: tl.constexpr,
-    SLOTS,
-):
-    pid = tl.program_id(0)
-    slot = pid // K
-    part = pid % K
-    offs = part * CHUNK + tl.arange(0, BLOCK)
-    inside = (tl.arange(0, BLOCK) < CHUNK) & (offs < n)
-    ks = tl.arange(0, K)
-    it = 0
-    x = tl.load(
-        x_ptr + slot.to(tl.int64) * stride + offs,
-        mask=inside & (slot < rows),
-        other=-float("inf"),
-    ).to(tl.float32)
-    for row in range(slot, rows, SLOTS):
-        base = row.to(tl.int64) * stride
-        m = tl.max(x, 0)
-        s = tl.sum(tl.exp(x - m), 0)
-        buf = ws_ptr + ((slot * 2 + (it % 2)) * K) * 2
-        tl.store(buf + part * 2, m)
-        tl.store(buf + part * 2 + 1, s)
-        tl.atomic_add(cnt_ptr + slot, 1, sem="release")
-        nxt = row + SLOTS
-        x_next = tl.load(
-            x_ptr + nxt.to(tl.int64) * stride + offs,
-            mask=inside & (nxt < rows),
+    if PREFETCH:
+        x = tl.load(
+            x_ptr + slot.to(tl.int64) * stride + offs,
+            mask=inside & (slot < rows),
             other=-float("inf"),
         ).to(tl.float32)
+    for row in range(slot, rows, SLOTS):
+        base = row.to(tl.int64) * stride
+        if not PREFETCH:
+            x = tl.load(x_ptr + base + offs, mask=inside, other=-float("inf")).to(
+                tl.float32
+            )
+        m = tl.max(x, 0)
+        s = tl.sum(tl.exp(x - m), 0)
+        # Partials of even and odd iterations in two halves: a block one row
+        # ahead cannot overwrite what a slower one still reads.
+        buf = ws_ptr + ((slot * 2 + (it % 2)) * K) * 2
+        tl.store(buf + part * 2, m)
+        tl.store(buf + part * 2 + 1, s)
+        tl.atomic_add(cnt_ptr + slot, 1, sem="release")
+        if PREFETCH:
+            nxt = row + SLOTS
+            x_next = tl.load(
+                x_ptr + nxt.to(tl.int64) * stride + offs,
+                mask=inside & (nxt < rows),
+                other=-float("inf"),
+            ).to(tl.float32)
         target = K * (it + 1)
         while tl.atomic_add(cnt_ptr + slot, 0, sem="acquire") < target:
             pass
@@ -126,14 +97,12 @@ def _split_softmax_pf(
             (tl.exp(x - M) / S).to(y_ptr.dtype.element_ty),
             mask=inside,
         )
-        x = x_next
+        if PREFETCH:
+            x = x_next
         it += 1
 
 
-PREFETCH = os.environ.get("PREFETCH") == "1"
-
-
-def split_softmax(x, K, warps, per_sm):
+def split_softmax(x, K, warps, per_sm, prefetch):
     rows, n = x.shape
     chunk = triton.cdiv(n, K)
     block = triton.next_power_of_2(chunk)
@@ -142,7 +111,7 @@ def split_softmax(x, K, warps, per_sm):
     y = torch.empty_like(x)
     ws = torch.empty(slots * 2 * K * 2, device=x.device, dtype=torch.float32)
     cnt = torch.zeros(slots, device=x.device, dtype=torch.int32)
-    (_split_softmax_pf if PREFETCH else _split_softmax)[(grid,)](
+    _split_softmax[(grid,)](
         x,
         y,
         ws,
@@ -154,48 +123,57 @@ def split_softmax(x, K, warps, per_sm):
         CHUNK=chunk,
         BLOCK=block,
         SLOTS=slots,
+        PREFETCH=prefetch,
         num_warps=warps,
     )
     return y
 
 
-shapes = [tuple(map(int, s.split("x"))) for s in sys.argv[1].split(",")]
-results = []
-for shape in shapes:
-    x = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 4
-    ref = torch.softmax(x.float(), -1)
-    copy = bench(lambda: x.clone()) * 1e3
-    torch._dynamo.reset()
-    f = torch.compile(lambda t: torch.softmax(t, -1), dynamic=False)
-    f(x)
-    default = bench(lambda: f(x)) * 1e3
-    res = {"shape": list(shape), "copy_us": copy, "default_us": default, "split": {}}
-    print(shape, "copy", round(copy), "default", round(default), flush=True)
-    for K in (2, 4, 8, 16):
-        chunk = triton.cdiv(shape[1], K)
-        for warps in (16, 32):
-            ept = triton.next_power_of_2(chunk) / (warps * 32)
-            if ept > 32 or ept < 2:
-                continue
-            for per_sm in (1,):
-                key = f"K{K}_w{warps}_g{per_sm}"
-                try:
-                    y = split_softmax(x, K, warps, per_sm)
-                    torch.cuda.synchronize()
-                    err = (y.float() - ref).abs().max().item()
-                    us = bench(lambda: split_softmax(x, K, warps, per_sm)) * 1e3
-                    res["split"][key] = {"us": us, "pct": copy / us, "err": err}
-                except Exception as e:
-                    res["split"][key] = {"error": str(e)[:300]}
-                print(shape, key, res["split"][key], flush=True)
-    results.append(res)
-    with open(f"{OUT}/probe_split{'_pf' if PREFETCH else ''}.json", "w") as fh:
-        json.dump(results, fh, indent=1)
-for r in results:
-    ok = sorted((v["us"], k) for k, v in r["split"].items() if "us" in v)
-    if ok:
-        u, k = ok[0]
-        print(
-            "x".join(map(str, r["shape"])),
-            f"copy {r['copy_us']:.0f} default {r['default_us']:.0f} ({r['copy_us'] / r['default_us']:.0%}) best {k} {u:.0f} ({r['copy_us'] / u:.0%}) {r['default_us'] / u:.2f}x err {r['split'][k]['err']:.1e}",
-        )
+def main() -> None:
+    prefetch = os.environ.get("PREFETCH") == "1"
+    shapes = [tuple(map(int, s.split("x"))) for s in sys.argv[1].split(",")]
+    results = []
+    for shape in shapes:
+        x, ref, copy, default, _ = softmax_baselines(shape)
+        res = {
+            "shape": list(shape),
+            "copy_us": copy,
+            "default_us": default,
+            "split": {},
+        }
+        print(shape, "copy", round(copy), "default", round(default), flush=True)
+        for K in (2, 4, 8, 16):
+            chunk = triton.cdiv(shape[1], K)
+            for warps in (16, 32):
+                ept = triton.next_power_of_2(chunk) / (warps * 32)
+                if ept > 32 or ept < 2:
+                    continue
+                for per_sm in (1,):
+                    key = f"K{K}_w{warps}_g{per_sm}"
+                    try:
+                        y = split_softmax(x, K, warps, per_sm, prefetch)
+                        torch.cuda.synchronize()
+                        err = (y.float() - ref).abs().max().item()
+                        us = (
+                            bench(lambda: split_softmax(x, K, warps, per_sm, prefetch))
+                            * 1e3
+                        )
+                        res["split"][key] = {"us": us, "pct": copy / us, "err": err}
+                    except Exception as e:
+                        res["split"][key] = {"error": str(e)[:300]}
+                    print(shape, key, res["split"][key], flush=True)
+        results.append(res)
+        with open(f"{OUT}/probe_split{'_pf' if prefetch else ''}.json", "w") as fh:
+            json.dump(results, fh, indent=1)
+    for r in results:
+        ok = sorted((v["us"], k) for k, v in r["split"].items() if "us" in v)
+        if ok:
+            u, k = ok[0]
+            print(
+                "x".join(map(str, r["shape"])),
+                f"copy {r['copy_us']:.0f} default {r['default_us']:.0f} ({r['copy_us'] / r['default_us']:.0%}) best {k} {u:.0f} ({r['copy_us'] / u:.0%}) {r['default_us'] / u:.2f}x err {r['split'][k]['err']:.1e}",
+            )
+
+
+if __name__ == "__main__":
+    main()
