@@ -15,6 +15,10 @@ arms interleaved round by round, every step replayed from a CUDA graph
 
 Writes per model and arm the median step time over rounds, its spread, the
 loss (or output) difference between the arms and the pass's remarks.
+``--kernels`` adds each arm's GPU kernel time per step (``torch.profiler``,
+arms interleaved: device time, free of host noise) and the kernels whose
+time the pass changed most, so that a step's difference is traced to the
+kernels it decided.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import re
 import statistics
 import sys
 import time
@@ -35,6 +40,30 @@ if TYPE_CHECKING:
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 ARMS = ("off", "on")
+# A persistent and a looped kernel of the same nodes differ only in this
+# prefix of their names (``triton_per_fused_...``, ``triton_red_fused_...``).
+_KERNEL_FORM = re.compile(r"^triton_(per|red)_")
+
+
+def kernel_changes(
+    off: list[dict[str, Any]], on: list[dict[str, Any]], top: int = 8
+) -> list[dict[str, Any]]:
+    """The kernels whose time per step differs most between the arms (the
+    ``kernels`` lists of :func:`measure.kernel_time_rounds`), a persistent
+    and a looped form of the same nodes matched by name: ``name``,
+    ``off_us``, ``on_us`` (``None`` where the arm has no such kernel)."""
+    times: dict[str, list[float | None]] = collections.defaultdict(lambda: [None, None])
+    for i, kernels in enumerate((off, on)):
+        for k in kernels:
+            key = _KERNEL_FORM.sub("triton_*_", k["name"])
+            times[key][i] = (times[key][i] or 0.0) + k["s"] * 1e6
+    rows = [
+        {"name": name, "off_us": a, "on_us": b}
+        for name, (a, b) in times.items()
+        if a != b
+    ]
+    rows.sort(key=lambda r: -abs((r["on_us"] or 0.0) - (r["off_us"] or 0.0)))
+    return rows[:top]
 
 
 def _tokens(batch: int, seq: int, vocab: int, device: str) -> Any:
@@ -106,7 +135,13 @@ def _pass_remarks(report: Any) -> list[dict[str, Any]]:
 
 
 def run_model(
-    name: str, device: str, dtype: str, rounds: int, batch: int, seq: int
+    name: str,
+    device: str,
+    dtype: str,
+    rounds: int,
+    batch: int,
+    seq: int,
+    kernels: bool = False,
 ) -> dict[str, Any]:
     import torch
     import triton.testing
@@ -169,6 +204,17 @@ def run_model(
     result["speedup"] = (
         result["arms"]["off"]["median_ms"] / (result["arms"]["on"]["median_ms"])
     )
+    if kernels:
+        # After the timing: a profiler session slows the launches after it.
+        from measure import kernel_time_rounds
+
+        profiled = kernel_time_rounds(steps, rounds=3, per_round=2, top=1000)
+        for arm in ARMS:
+            result["arms"][arm]["gpu_us"] = profiled[arm]["gpu_s"]["median"] * 1e6
+            result["arms"][arm]["launches"] = profiled[arm]["launches"]
+        result["kernel_changes"] = kernel_changes(
+            profiled["off"]["kernels"], profiled["on"]["kernels"]
+        )
     return result
 
 
@@ -192,6 +238,30 @@ def markdown(results: list[dict[str, Any]]) -> str:
             f"{on['median_ms']:.3f} ({on['spread']:.0%}) | {r['speedup']:.3f}x | "
             f"{r['max_abs_diff']:.2e} | {remarks or 'none'} |"
         )
+    profiled = [r for r in results if "kernel_changes" in r]
+    if profiled:
+        lines += [
+            "",
+            "GPU kernel time per step (torch.profiler, arms interleaved) and the "
+            "kernels whose time the pass changed most (`triton_*_`: the "
+            "persistent and looped forms of the same nodes).",
+            "",
+            "| model | dtype | kernel | off us | on us |",
+            "|---|---|---|---|---|",
+        ]
+        for r in profiled:
+            off, on = r["arms"]["off"], r["arms"]["on"]
+            lines.append(
+                f"| {r['model']} | {r['dtype']} | all ({off['launches']:.0f} and "
+                f"{on['launches']:.0f} launches) | {off['gpu_us']:.1f} | "
+                f"{on['gpu_us']:.1f} |"
+            )
+            for k in r["kernel_changes"]:
+                cells = [
+                    "-" if k[arm] is None else f"{k[arm]:.1f}"
+                    for arm in ("off_us", "on_us")
+                ]
+                lines.append(f"| | | `{k['name']}` | {cells[0]} | {cells[1]} |")
     return "\n".join(lines) + "\n"
 
 
@@ -204,6 +274,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--json")
+    p.add_argument(
+        "--kernels",
+        action="store_true",
+        help="also profile each arm's GPU kernel time per step",
+    )
     args = p.parse_args(argv)
     unknown = [m for m in args.models if m not in MODELS]
     if unknown:
@@ -216,7 +291,13 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 results.append(
                     run_model(
-                        name, args.device, dtype, args.rounds, args.batch, args.seq
+                        name,
+                        args.device,
+                        dtype,
+                        args.rounds,
+                        args.batch,
+                        args.seq,
+                        kernels=args.kernels,
                     )
                 )
             except Exception as e:  # a model's failure is a row, not the end

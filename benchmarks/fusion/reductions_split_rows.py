@@ -6,8 +6,15 @@ into slots of ``K`` blocks; each slot loops over rows, each block holds
 ``1/K`` of a row in registers, publishes its partial max and sum to a
 workspace (in L2), counts itself in on the slot's counter, waits for the
 other ``K - 1`` and normalizes its part: the row is read once and written
-once.  ``PREFETCH=1`` loads the slot's next row before waiting.  Timed as
-CUDA graph replays against Inductor's softmax and a copy (bfloat16).
+once.  ``PREFETCH=1`` loads the slot's next row before waiting.
+``ALIGN=1`` rounds each part up to a multiple of 16 bytes, so that with a
+row length of a multiple of 8 every part starts on a 16-byte boundary (the
+row stride is a constant, as in Inductor's code): 2048x50264 against
+2048x50257 tells what alignment costs.  ``STAGES=n`` walks the rows with
+``tl.range(..., num_stages=n)`` instead of the hand-written prefetch: whether
+Triton's pipeliner loads the next row itself (what generated code would
+rely on).  Timed as CUDA graph replays against Inductor's softmax and a copy
+(bfloat16).
 
     PREFETCH=1 python benchmarks/fusion/reductions_split_rows.py 2048x50257,8192x128256
 """
@@ -44,12 +51,13 @@ def _split_softmax(
     cnt_ptr,
     n,
     rows,
-    stride,
+    STRIDE: tl.constexpr,
     K: tl.constexpr,
     CHUNK: tl.constexpr,
     BLOCK: tl.constexpr,
     SLOTS,
     PREFETCH: tl.constexpr,
+    STAGES: tl.constexpr,
 ):
     pid = tl.program_id(0)
     slot = pid // K
@@ -60,12 +68,12 @@ def _split_softmax(
     it = 0
     if PREFETCH:
         x = tl.load(
-            x_ptr + slot.to(tl.int64) * stride + offs,
+            x_ptr + slot.to(tl.int64) * STRIDE + offs,
             mask=inside & (slot < rows),
             other=-float("inf"),
         ).to(tl.float32)
-    for row in range(slot, rows, SLOTS):
-        base = row.to(tl.int64) * stride
+    for row in tl.range(slot, rows, SLOTS, num_stages=STAGES):
+        base = row.to(tl.int64) * STRIDE
         if not PREFETCH:
             x = tl.load(x_ptr + base + offs, mask=inside, other=-float("inf")).to(
                 tl.float32
@@ -81,7 +89,7 @@ def _split_softmax(
         if PREFETCH:
             nxt = row + SLOTS
             x_next = tl.load(
-                x_ptr + nxt.to(tl.int64) * stride + offs,
+                x_ptr + nxt.to(tl.int64) * STRIDE + offs,
                 mask=inside & (nxt < rows),
                 other=-float("inf"),
             ).to(tl.float32)
@@ -102,9 +110,12 @@ def _split_softmax(
         it += 1
 
 
-def split_softmax(x, K, warps, per_sm, prefetch):
+def split_softmax(x, K, warps, per_sm, prefetch, align=False, stages=None):
     rows, n = x.shape
     chunk = triton.cdiv(n, K)
+    if align:
+        step = 16 // x.element_size()
+        chunk = triton.cdiv(chunk, step) * step
     block = triton.next_power_of_2(chunk)
     grid = (SMS * per_sm) // K * K
     slots = grid // K
@@ -118,12 +129,13 @@ def split_softmax(x, K, warps, per_sm, prefetch):
         cnt,
         n,
         rows,
-        x.stride(0),
+        STRIDE=x.stride(0),
         K=K,
         CHUNK=chunk,
         BLOCK=block,
         SLOTS=slots,
         PREFETCH=prefetch,
+        STAGES=stages,
         num_warps=warps,
     )
     return y
@@ -131,6 +143,9 @@ def split_softmax(x, K, warps, per_sm, prefetch):
 
 def main() -> None:
     prefetch = os.environ.get("PREFETCH") == "1"
+    align = os.environ.get("ALIGN") == "1"
+    stages = int(os.environ["STAGES"]) if os.environ.get("STAGES") else None
+    variant = "_pf" * prefetch + "_al" * align + (f"_s{stages}" if stages else "")
     shapes = [tuple(map(int, s.split("x"))) for s in sys.argv[1].split(",")]
     results = []
     for shape in shapes:
@@ -151,11 +166,15 @@ def main() -> None:
                 for per_sm in (1,):
                     key = f"K{K}_w{warps}_g{per_sm}"
                     try:
-                        y = split_softmax(x, K, warps, per_sm, prefetch)
+                        y = split_softmax(x, K, warps, per_sm, prefetch, align, stages)
                         torch.cuda.synchronize()
                         err = (y.float() - ref).abs().max().item()
                         us = (
-                            bench(lambda: split_softmax(x, K, warps, per_sm, prefetch))
+                            bench(
+                                lambda: split_softmax(
+                                    x, K, warps, per_sm, prefetch, align, stages
+                                )
+                            )
                             * 1e3
                         )
                         res["split"][key] = {"us": us, "pct": copy / us, "err": err}
@@ -163,7 +182,7 @@ def main() -> None:
                         res["split"][key] = {"error": str(e)[:300]}
                     print(shape, key, res["split"][key], flush=True)
         results.append(res)
-        with open(f"{OUT}/probe_split{'_pf' if prefetch else ''}.json", "w") as fh:
+        with open(f"{OUT}/probe_split{variant}.json", "w") as fh:
             json.dump(results, fh, indent=1)
     for r in results:
         ok = sorted((v["us"], k) for k, v in r["split"].items() if "us" in v)

@@ -319,6 +319,34 @@ class TestSweep(TestCase):
             "| log_softmax | 16x256 |", self.reductions.markdown({"cases": [case]})
         )
 
+    def test_model_kernel_changes_match_the_two_forms_of_a_kernel(self):
+        import reductions_models
+
+        def kernels(**us):
+            return [{"name": n, "launches": 1, "s": t / 1e6} for n, t in us.items()]
+
+        changes = reductions_models.kernel_changes(
+            kernels(
+                triton_red_fused__log_softmax_0=30.0,
+                triton_poi_fused_add_1=5.0,
+                triton_red_fused_sum_2=8.0,
+            ),
+            kernels(
+                triton_per_fused__log_softmax_0=20.0,
+                triton_poi_fused_add_1=5.0,
+                triton_red_fused_sum_2=9.0,
+                triton_poi_fused_new_3=2.0,
+            ),
+        )
+        self.assertEqual(
+            [(c["name"], c["off_us"], c["on_us"]) for c in changes],
+            [
+                ("triton_*_fused__log_softmax_0", 30.0, 20.0),
+                ("triton_poi_fused_new_3", None, 2.0),
+                ("triton_*_fused_sum_2", 8.0, 9.0),
+            ],
+        )
+
 
 @unittest.skipIf(not TEST_CUDA, "needs a CUDA device")
 class TestCuda(TestCase):
