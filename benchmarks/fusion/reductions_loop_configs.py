@@ -1,77 +1,168 @@
 """Which looped configuration the one-pass pass should give a too-long row.
 
-A probe of the pass's ``loop_block`` form on CUDA: softmax and RMS norm at
-rows of 50257 and 128256 (bfloat16, 2^27 elements), each compiled with
-``config.one_pass_reductions`` off (upstream) and on with the looped kernel's
-``R0_BLOCK`` / ``num_warps`` / ``num_stages`` overridden, timed as CUDA graph
-replays (``do_bench_cudagraph`` median).  The override wraps the pass's own
-``one_pass_reductions.triton_kernel_kwargs`` (the hook calls it by module
-attribute); nothing of upstream is replaced.
+A probe of the pass's ``loop_block`` form on CUDA: each op and shape
+compiled with ``config.one_pass_reductions`` off (upstream) and on with the
+looped kernel's ``R0_BLOCK`` / ``num_warps`` / ``num_stages`` overridden,
+timed as CUDA graph replays (``do_bench_cudagraph`` median), and the
+kernels of the step with their GPU time (``torch.profiler``), so that the
+kernel a setting changes is seen apart from the rest of the step.  The
+override wraps the pass's own ``one_pass_reductions.triton_kernel_kwargs``
+(the hook calls it by module attribute); nothing of upstream is replaced.
 
     python benchmarks/fusion/reductions_loop_configs.py   # $OUT/probe_loop_cfg.json
+    python benchmarks/fusion/reductions_loop_configs.py --ops cross_entropy_fp32 \\
+        --shapes 8184x50257 --backward --blocks 2048,4096,8192
+
+``cross_entropy_fp32`` is a language model's loss as Hugging Face computes
+it: bfloat16 logits cast to float32, then cross-entropy (its backward is
+the GPT-2 step's largest softmax-class kernel).
 """
 
 # The timed lambdas run inside the loop iteration that defines them.
 # ruff: noqa: B023
+from __future__ import annotations
 
+import argparse
 import json
 import os
-import itertools
-import torch
-import torch.nn.functional as F
-import triton.testing
-from torch._inductor import one_pass_reductions as opr, config as ic
+import sys
+from pathlib import Path
+from typing import Any
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 OUT = os.environ.get("OUT", "/tmp")
-orig = opr.triton_kernel_kwargs
-state = {}
+# The override the wrapped hook applies to the looped kernel's config.
+OVERRIDE: dict[str, int] = {}
 
 
-def patched(features, groups, kwargs):
-    out = orig(features, groups, kwargs)
-    fc = out.get("fixed_config")
-    if fc is not None and "R0_BLOCK" in fc.config and state:
-        fc.config.update(state)
-    return out
+def _ops() -> dict[str, Any]:
+    import torch
+    import torch.nn.functional as F
+
+    return {
+        "softmax": lambda t, _: torch.softmax(t, -1),
+        "rms_norm": lambda t, _: F.rms_norm(t, (t.shape[-1],)),
+        "cross_entropy_fp32": lambda t, target: F.cross_entropy(t.float(), target),
+    }
 
 
-opr.triton_kernel_kwargs = patched
+def _wrap_hook() -> None:
+    from torch._inductor import one_pass_reductions as opr
 
-fns = {
-    "softmax": lambda t: torch.softmax(t, -1),
-    "rms_norm": lambda t: F.rms_norm(t, (t.shape[-1],)),
-}
-res = []
-for op, (rows, row) in itertools.product(
-    ["softmax", "rms_norm"], [(2670, 50257), (1046, 128256)]
-):
+    original = opr.triton_kernel_kwargs
+
+    def overridden(features: Any, groups: Any, kwargs: Any) -> Any:
+        out = original(features, groups, kwargs)
+        fixed = out.get("fixed_config")
+        if fixed is not None and "R0_BLOCK" in fixed.config and OVERRIDE:
+            fixed.config.update(OVERRIDE)
+        return out
+
+    opr.triton_kernel_kwargs = overridden
+
+
+def settings(blocks: list[int]) -> list[tuple[bool, int, int, int]]:
+    """Upstream first, then each block at 16 and 32 warps (one stage) and
+    32 warps with two stages: (pass on, R0_BLOCK, num_warps, num_stages)."""
+    return [(False, 0, 0, 0)] + [
+        (True, r0, w, st) for r0 in blocks for (w, st) in ((16, 1), (32, 1), (32, 2))
+    ]
+
+
+def run(op: str, rows: int, row: int, backward: bool, blocks: list[int]) -> list[Any]:
+    import torch
+    import triton.testing
+    from measure import kernel_time_rounds
+    from torch._inductor import config as inductor_config
+
+    fn = _ops()[op]
     x = torch.randn(rows, row, device="cuda", dtype=torch.bfloat16) * 4
+    target = torch.randint(0, row, (rows,), device="cuda")
+    x.requires_grad_(backward)
     copy = triton.testing.do_bench_cudagraph(lambda: x.clone(), return_mode="median")
-    for on, r0, w, st in [(False, 0, 0, 0)] + [
-        (True, r0, w, st)
-        for r0 in (2048, 4096, 8192)
-        for (w, st) in ((16, 1), (32, 1), (32, 2))
-    ]:
-        state.clear()
+    results = []
+    for on, r0, w, st in settings(blocks):
+        OVERRIDE.clear()
         if on:
-            state.update({"R0_BLOCK": r0, "num_warps": w, "num_stages": st})
+            OVERRIDE.update({"R0_BLOCK": r0, "num_warps": w, "num_stages": st})
         torch._dynamo.reset()
-        with ic.patch(one_pass_reductions=on, fx_graph_cache=False):
-            f = torch.compile(fns[op])
-            f(x)
-            ms = triton.testing.do_bench_cudagraph(lambda: f(x), return_mode="median")
-        res.append(
+        with inductor_config.patch(one_pass_reductions=on, fx_graph_cache=False):
+            compiled = torch.compile(lambda t, y: fn(t, y), dynamic=False)
+
+            def step() -> Any:
+                out = compiled(x, target)
+                if backward:
+                    out.sum().backward()
+                    x.grad = None
+                return out
+
+            step()
+            ms = triton.testing.do_bench_cudagraph(step, return_mode="median")
+            kernels = kernel_time_rounds({"step": step}, rounds=1, per_round=3)
+        results.append(
             {
                 "op": op,
                 "shape": [rows, row],
+                "backward": backward,
                 "on": on,
                 "r0": r0,
                 "w": w,
                 "st": st,
                 "us": ms * 1e3,
                 "pct": copy / ms,
+                "kernels": [
+                    {"name": k["name"], "us": k["s"] * 1e6}
+                    for k in kernels["step"]["kernels"]
+                ],
             }
         )
-        print(res[-1], flush=True)
-    with open(f"{OUT}/probe_loop_cfg.json", "w") as fh:
-        json.dump(res, fh)
+        print(
+            op,
+            rows,
+            row,
+            "backward" * backward,
+            "upstream" if not on else f"{r0}/{w}w/{st}s",
+            f"{ms * 1e3:.1f} us",
+            [
+                f"{k['name'][:40]} {k['s'] * 1e6:.1f}"
+                for k in kernels["step"]["kernels"]
+            ],
+            flush=True,
+        )
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--ops", type=lambda s: s.split(","), default=["softmax", "rms_norm"]
+    )
+    p.add_argument(
+        "--shapes",
+        type=lambda s: [tuple(map(int, v.split("x"))) for v in s.split(",")],
+        default=[(2670, 50257), (1046, 128256)],
+    )
+    p.add_argument("--backward", action="store_true")
+    p.add_argument(
+        "--blocks",
+        type=lambda s: [int(v) for v in s.split(",")],
+        default=[2048, 4096, 8192],
+    )
+    args = p.parse_args(argv)
+    unknown = sorted(set(args.ops) - set(_ops()))
+    if unknown:
+        p.error(f"unknown op(s) {unknown}; choose from {sorted(_ops())}")
+    _wrap_hook()
+    results = []
+    for op in args.ops:
+        for rows, row in args.shapes:
+            results += run(op, rows, row, args.backward, args.blocks)
+            with open(f"{OUT}/probe_loop_cfg.json", "w") as fh:
+                json.dump(results, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

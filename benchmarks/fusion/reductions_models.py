@@ -40,9 +40,10 @@ if TYPE_CHECKING:
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 ARMS = ("off", "on")
-# A persistent and a looped kernel of the same nodes differ only in this
-# prefix of their names (``triton_per_fused_...``, ``triton_red_fused_...``).
-_KERNEL_FORM = re.compile(r"^triton_(per|red)_")
+# A persistent, a looped and a fixed-configuration kernel of the same nodes
+# differ only in this prefix of their names (``triton_per_fused_...``,
+# ``triton_red_fused_...``, ``triton_unk_fused_...``).
+_KERNEL_FORM = re.compile(r"^triton_(per|red|unk)_")
 
 
 def kernel_changes(

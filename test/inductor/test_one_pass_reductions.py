@@ -334,7 +334,7 @@ class TestSweep(TestCase):
             kernels(
                 triton_per_fused__log_softmax_0=20.0,
                 triton_poi_fused_add_1=5.0,
-                triton_red_fused_sum_2=9.0,
+                triton_unk_fused_sum_2=9.0,
                 triton_poi_fused_new_3=2.0,
             ),
         )
