@@ -13,9 +13,11 @@ override wraps the pass's own ``one_pass_reductions.triton_kernel_kwargs``
     python benchmarks/fusion/reductions_loop_configs.py --ops cross_entropy_fp32 \\
         --shapes 8184x50257 --backward --blocks 2048,4096,8192
 
-``cross_entropy_fp32`` is a language model's loss as Hugging Face computes
-it: bfloat16 logits cast to float32, then cross-entropy (its backward is
-the GPT-2 step's largest softmax-class kernel).
+``cross_entropy_fp32``: bfloat16 logits cast to float32, then
+cross-entropy.  ``causal_lm_loss``: a language model's loss as Hugging Face
+computes it for GPT-2 and Llama (the rows as 8 sequences; labels padded
+with the ignored index, shifted by one token, logits cast to float32), whose
+backward is the GPT-2 step's largest softmax-class kernel.
 """
 
 # The timed lambdas run inside the loop iteration that defines them.
@@ -45,7 +47,20 @@ def _ops() -> dict[str, Any]:
         "softmax": lambda t, _: torch.softmax(t, -1),
         "rms_norm": lambda t, _: F.rms_norm(t, (t.shape[-1],)),
         "cross_entropy_fp32": lambda t, target: F.cross_entropy(t.float(), target),
+        "causal_lm_loss": _causal_lm_loss,
     }
+
+
+def _causal_lm_loss(logits: Any, tokens: Any, sequences: int = 8) -> Any:
+    """The loss of a causal language model over ``logits`` of rows of
+    ``sequences`` sequences: each token predicts the next, the last of
+    each sequence predicts nothing (label -100, ignored)."""
+    import torch.nn.functional as F
+
+    labels = F.pad(tokens.view(sequences, -1), (0, 1), value=-100)[..., 1:]
+    return F.cross_entropy(
+        logits.float(), labels.contiguous().view(-1), ignore_index=-100
+    )
 
 
 def _wrap_hook() -> None:
