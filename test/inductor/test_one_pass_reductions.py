@@ -71,6 +71,48 @@ class TestPhases(TestCase):
         x = torch.randn(8, 64)
         self.assertEqual(self.phases_of(lambda t: t.sin().sum(-1), x), 1)
 
+    def test_memory_passes_count_only_phases_that_read_the_row(self):
+        """Cross-entropy's backward sums its one-hot gradient from indices in
+        a phase of its own, then reads the logits once: two phases, one pass
+        over memory (on the H100 a wide loop made GPT-2's such kernel 13%
+        slower, reductions_h100_ce_backward_one_read.md).  Softmax reads the
+        row in each of its three phases."""
+        row = 2048
+
+        def passes_of(fn, *args):
+            found = []
+
+            def keep(nodes):
+                for node in _reduction_kernels(nodes):
+                    numel, rnumel = map(sympy_product, node.group[1])
+                    found.append(
+                        (
+                            opr.phases(node.get_nodes()),
+                            opr.memory_passes(node.get_nodes(), numel * rnumel, rnumel),
+                            node.get_name(),
+                        )
+                    )
+                return nodes
+
+            torch._dynamo.reset()
+            with config.patch(_post_fusion_custom_pass=keep, fx_graph_cache=False):
+                torch.compile(fn)(*args)
+            return found
+
+        x = torch.randn(8, row)
+        self.assertEqual(
+            [p[:2] for p in passes_of(lambda t: torch.softmax(t, -1), x)], [(3, 3)]
+        )
+        logits = torch.randn(8, row, requires_grad=True)
+        target = torch.randint(0, row, (8,))
+
+        def loss_grad(t, y):
+            return torch.autograd.grad(F.cross_entropy(t, y), t)[0]
+
+        found = passes_of(loss_grad, logits, target)
+        # The backward's kernel: two phases, the first without a row read.
+        self.assertIn((2, 1), [p[:2] for p in found], found)
+
     def test_row_inputs_count_row_long_loads_not_row_values(self):
         """Softmax holds its input; RMS norm its input and weight; layer
         norm with weight and bias three; a loss gathering one target per row
@@ -188,6 +230,14 @@ class TestDecision(TestCase):
         self.assertIsNone(self.decide(row=50257, online=True).loop_block)
         # One pass (an online logsumexp) has no re-read to take from L2.
         self.assertIsNone(self.decide(row=131072, phases=1, online=True).loop_block)
+        # Nor has a cross-entropy backward: two phases, one reading memory
+        # (GPT-2's was 13% slower looped). On chip it still saves its
+        # phase of one-hot sums.
+        one_read = self.decide(row=50257, memory_passes=1)
+        self.assertIsNone(one_read.loop_block)
+        self.assertEqual(one_read.reason, Reason.ONE_PASS_ROW_TOO_LONG)
+        self.assertEqual(self.decide(row=50257, memory_passes=2).loop_block, 4096)
+        self.assertTrue(self.decide(row=4096, memory_passes=1).fused)
 
     def test_each_reason(self):
         cases = [
@@ -462,6 +512,37 @@ class TestCuda(TestCase):
                 _, code, remarks = self.compile(step, x, one_pass_reductions=False)
                 self.assertEqual(remarks, [])
                 self.assertNotIn("R0_BLOCK: tl.constexpr = 8192", code)
+
+    def test_a_backward_reading_its_row_once_keeps_upstreams_loop(self):
+        """A cross-entropy backward at 50257 sums its one-hot gradient from
+        indices, then reads the logits once: no re-read for a wide loop to
+        take from L2 (GPT-2's was 13% slower looped), so it keeps upstream's
+        configuration.  Counterfactual: a log-softmax backward of the same
+        shape reads its rows in both phases and is looped."""
+        x = torch.randn(256, 50257, device="cuda", requires_grad=True)
+        y = torch.randint(0, 50257, (256,), device="cuda")
+        g = torch.randn(256, 50257, device="cuda")
+
+        def loss_grad(t):
+            return torch.autograd.grad(F.cross_entropy(t, y), t)[0]
+
+        def log_softmax_grad(t):
+            return torch.autograd.grad(torch.log_softmax(t, -1), t, g)[0]
+
+        for fn, passes, looped in ((loss_grad, 1, False), (log_softmax_grad, 2, True)):
+            with self.subTest(fn=fn.__name__):
+                got, code, remarks = self.compile(fn, x, one_pass_reductions=True)
+                self.assertEqual(got, fn(x), atol=1e-5, rtol=1e-4)
+                backward = [
+                    r
+                    for r in remarks
+                    if r["reason"] == "one_pass_row_too_long"
+                    and r["args"].get("memory_passes", r["args"]["phases"]) == passes
+                    and not r["args"].get("online_softmax")
+                ]
+                self.assertEqual(len(backward), 1, remarks)
+                self.assertEqual("loop_block" in backward[0]["args"], looped)
+                self.assertEqual("'R0_BLOCK': 4096, 'num_warps': 32" in code, looped)
 
     def test_row_inputs_make_a_norm_backward_too_long_and_looped(self):
         """A layer norm backward at a row of 16384 holds the gradient, the

@@ -26,7 +26,8 @@ per thread than that spill to local memory, which is slower than the passes
 saved) and there are at least as many rows as the GPU has multiprocessors
 (one block per row would otherwise leave SMs idle, where upstream's split
 reductions use them).  A row too long for that, in a kernel of several
-passes over enough rows, is walked by one block of 32 warps in wide steps
+passes over memory (:func:`memory_passes`: phases that read the row) and
+enough rows, is walked by one block of 32 warps in wide steps
 (:func:`loop_block_for_row`): still a read per phase, but with few rows in
 flight per SM the re-reads come from L2.
 
@@ -99,6 +100,25 @@ def warps_for_row(row: int, elements_per_thread: int) -> int:
     return warps
 
 
+def _phase_of_each(nodes: Iterable[Any]) -> list[tuple[Any, int]]:
+    """Each node with the phase (the loop over the row, from 0) it runs in:
+    the phase after the last reduction of the kernel it waits for."""
+    phase_of_buffer: dict[str, int] = {}
+    placed = []
+    for node in nodes:
+        waits = [
+            phase_of_buffer[dep.name]
+            for dep in node.read_writes.reads
+            if dep.name in phase_of_buffer
+        ]
+        phase = max(waits, default=0)
+        placed.append((node, phase))
+        done = phase + 1 if node.is_reduction() else phase
+        for name in node.get_buffer_names():
+            phase_of_buffer[name] = done
+    return placed
+
+
 def phases(nodes: Iterable[Any]) -> int:
     """How many passes over its rows a looped reduction kernel of ``nodes``
     makes: one, plus one for each reduction that a later node of the kernel
@@ -109,20 +129,41 @@ def phases(nodes: Iterable[Any]) -> int:
     softmax: 3; layer and RMS norm: 2; a plain sum, and cross-entropy's
     online logsumexp: 1.
     """
-    phase_of_buffer: dict[str, int] = {}
-    deepest = 0
-    for node in nodes:
-        waits = [
-            phase_of_buffer[dep.name]
+    return 1 + max((phase for _, phase in _phase_of_each(nodes)), default=0)
+
+
+def memory_passes(nodes: Iterable[Any], numel: Any, row: Any) -> int:
+    """How many of the :func:`phases` of a kernel read a row-long buffer
+    (:func:`_is_row_long`) from memory: the passes over memory that holding
+    the row on chip would save.  A phase that computes from indices alone
+    moves nothing: cross-entropy's backward sums its one-hot gradient
+    (``iota == target``, one target per row) in a loop of its own, then
+    reads the logits once, so it is one pass over memory in two phases.
+    At least 1."""
+    from .dependencies import MemoryDep
+
+    reading = {
+        phase
+        for node, phase in _phase_of_each(nodes)
+        if any(
+            isinstance(dep, MemoryDep) and _is_row_long(dep, numel, row)
             for dep in node.read_writes.reads
-            if dep.name in phase_of_buffer
-        ]
-        phase = max(waits, default=0)
-        deepest = max(deepest, phase)
-        done = phase + 1 if node.is_reduction() else phase
-        for name in node.get_buffer_names():
-            phase_of_buffer[name] = done
-    return deepest + 1
+        )
+    }
+    return max(1, len(reading))
+
+
+def _is_row_long(dep: Any, numel: Any, row: Any) -> bool:
+    """Whether the buffer of ``dep`` is as long as the kernel's rows
+    (``numel``: rows times row length) or as one row (a weight broadcast
+    to every row), as against a value per row or a scalar."""
+    from .virtualized import V
+
+    size = dep.get_numel()
+    sizevars = V.graph.sizevars
+    return sizevars.statically_known_equals(
+        size, numel
+    ) or sizevars.statically_known_equals(size, row)
 
 
 def has_online_softmax(nodes: Iterable[Any]) -> bool:
@@ -173,6 +214,7 @@ class Decision:
     row_inputs: int = 1
     loop_block: int | None = None
     online: bool = False
+    memory_passes: int | None = None
 
     @property
     def fused(self) -> bool:
@@ -189,6 +231,7 @@ def decide(
     elements_per_thread: int,
     row_inputs: int = 1,
     online: bool = False,
+    memory_passes: int | None = None,
 ) -> Decision | None:
     """The pure decision for a reduction kernel; ``None`` when the kernel
     makes one pass and there is nothing to decide.
@@ -199,7 +242,8 @@ def decide(
     inputs the block holds at once (a norm's backward holds the gradient,
     the input and the weight); ``online``: it has an online softmax
     reduction (:func:`has_online_softmax`), worth holding on chip even in
-    one pass.
+    one pass; ``memory_passes``: how many of the phases read the row from
+    memory (:func:`memory_passes`; ``phases`` when not given).
 
     A row whose inputs do not fit in registers is missed with
     ``one_pass_row_too_long``; where there are rows enough to fill the GPU
@@ -225,11 +269,14 @@ def decide(
             limit=limit,
             row_inputs=row_inputs,
             # Only re-reads gain from a wider loop: a kernel of one pass
-            # (an online logsumexp) keeps upstream's configuration.
+            # over memory (an online logsumexp; a cross-entropy backward,
+            # whose first phase sums a one-hot from indices) keeps
+            # upstream's configuration.
             loop_block=loop_block_for_row(row, online)
-            if many_rows and phases >= 2
+            if many_rows and (phases if memory_passes is None else memory_passes) >= 2
             else None,
             online=online,
+            memory_passes=memory_passes,
         )
     if not many_rows:
         return Decision(
@@ -311,25 +358,20 @@ def _kernel_kwargs(
     if not dynamic_row and _decided_elsewhere(kernel_kwargs):
         return kernel_kwargs
     rows = _static_int(features.numel)
+    numel = features.numel * features.reduction_numel
     decision = decide(
         phases=phases(nodes),
+        memory_passes=None if row is None else memory_passes(nodes, numel, row),
         inner=_only_x_and_r(groups)
         and (
             features.get_reduction_hint() == ReductionHint.INNER
-            or (
-                row is not None
-                and _rows_contiguous(
-                    nodes, features.numel * features.reduction_numel, row
-                )
-            )
+            or (row is not None and _rows_contiguous(nodes, numel, row))
         ),
         row=row,
         rows=rows if rows is not None else _rows_hint(features),
         multiprocessors=_multiprocessors(nodes),
         elements_per_thread=config.one_pass_reductions_elements_per_thread,
-        row_inputs=1
-        if row is None
-        else _row_inputs(nodes, features.numel * features.reduction_numel, row),
+        row_inputs=1 if row is None else _row_inputs(nodes, numel, row),
         online=has_online_softmax(nodes),
     )
     if decision is None:
@@ -379,20 +421,16 @@ def _row_inputs(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> int:
     every row).  Values of one per row (a norm's saved statistics, a
     cross-entropy target) are a register each and do not count."""
     from .dependencies import MemoryDep
-    from .virtualized import V
 
-    sizevars = V.graph.sizevars
     written = {name for node in nodes for name in node.get_buffer_names()}
-    held = set()
-    for node in nodes:
-        for dep in node.read_writes.reads:
-            if dep.name in written or not isinstance(dep, MemoryDep):
-                continue
-            size = dep.get_numel()
-            if sizevars.statically_known_equals(
-                size, numel
-            ) or sizevars.statically_known_equals(size, row):
-                held.add(dep.name)
+    held = {
+        dep.name
+        for node in nodes
+        for dep in node.read_writes.reads
+        if dep.name not in written
+        and isinstance(dep, MemoryDep)
+        and _is_row_long(dep, numel, row)
+    }
     return max(1, len(held))
 
 
@@ -403,18 +441,12 @@ def _rows_contiguous(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> bo
     from ``iota`` (no load at all) while its pointwise part reads and writes
     the logits row by row, and its hint stays ``DEFAULT``."""
     from .dependencies import MemoryDep
-    from .virtualized import V
 
-    sizevars = V.graph.sizevars
     row_long = [
         dep
         for node in nodes
         for dep in (*node.read_writes.reads, *node.read_writes.writes)
-        if isinstance(dep, MemoryDep)
-        and (
-            sizevars.statically_known_equals(dep.get_numel(), numel)
-            or sizevars.statically_known_equals(dep.get_numel(), row)
-        )
+        if isinstance(dep, MemoryDep) and _is_row_long(dep, numel, row)
     ]
     return bool(row_long) and all(dep.stride1_for_last_dim() for dep in row_long)
 
@@ -467,6 +499,9 @@ def _record_remark(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
     passes = f"{decision.phases} pass{plural}" + (
         " and online softmax rescaling" if decision.online else ""
     )
+    if decision.memory_passes is not None and decision.memory_passes != decision.phases:
+        args["memory_passes"] = decision.memory_passes
+        passes += f" ({decision.memory_passes} reading the row from memory)"
     if decision.fused:
         args["num_warps"] = decision.num_warps
         detail = (
