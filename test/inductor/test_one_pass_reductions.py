@@ -520,10 +520,10 @@ class TestCuda(TestCase):
         configuration.  Counterfactual: a softmax backward of the same shape
         from a saved output ``p``, ``p * (g - sum(g * p))``, reads its rows
         in both phases and is looped."""
-        x = torch.randn(256, 50257, device="cuda", requires_grad=True)
-        y = torch.randint(0, 50257, (256,), device="cuda")
-        g = torch.randn(256, 50257, device="cuda")
-        probs = torch.softmax(torch.randn(256, 50257, device="cuda"), -1)
+        x = torch.randn(512, 50257, device="cuda", requires_grad=True)
+        y = torch.randint(0, 50257, (512,), device="cuda")
+        g = torch.randn(512, 50257, device="cuda")
+        probs = torch.softmax(torch.randn(512, 50257, device="cuda"), -1)
 
         def loss_grad(t):
             return torch.autograd.grad(F.cross_entropy(t, y), t)[0]
