@@ -80,7 +80,10 @@ def _wrap_hook() -> None:
 
 def settings(blocks: list[int]) -> list[tuple[bool, int, int, int]]:
     """Upstream first, then each block at 16 and 32 warps (one stage) and
-    32 warps with two stages: (pass on, R0_BLOCK, num_warps, num_stages)."""
+    32 warps with two stages: (pass on, R0_BLOCK, num_warps, num_stages).
+    No blocks: upstream and the pass's own choice (R0_BLOCK 0)."""
+    if not blocks:
+        return [(False, 0, 0, 0), (True, 0, 0, 0)]
     return [(False, 0, 0, 0)] + [
         (True, r0, w, st) for r0 in blocks for (w, st) in ((16, 1), (32, 1), (32, 2))
     ]
@@ -100,7 +103,7 @@ def run(op: str, rows: int, row: int, backward: bool, blocks: list[int]) -> list
     results = []
     for on, r0, w, st in settings(blocks):
         OVERRIDE.clear()
-        if on:
+        if r0:
             OVERRIDE.update({"R0_BLOCK": r0, "num_warps": w, "num_stages": st})
         torch._dynamo.reset()
         with inductor_config.patch(one_pass_reductions=on, fx_graph_cache=False):
@@ -138,7 +141,7 @@ def run(op: str, rows: int, row: int, backward: bool, blocks: list[int]) -> list
             rows,
             row,
             "backward" * backward,
-            "upstream" if not on else f"{r0}/{w}w/{st}s",
+            "upstream" if not on else f"{r0}/{w}w/{st}s" if r0 else "pass",
             f"{ms * 1e3:.1f} us",
             [
                 f"{k['name'][:40]} {k['s'] * 1e6:.1f}"
@@ -162,8 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backward", action="store_true")
     p.add_argument(
         "--blocks",
-        type=lambda s: [int(v) for v in s.split(",")],
+        type=lambda s: [int(v) for v in s.split(",") if v],
         default=[2048, 4096, 8192],
+        help="R0_BLOCKs to try (empty: the pass's own choice only)",
     )
     args = p.parse_args(argv)
     unknown = sorted(set(args.ops) - set(_ops()))
