@@ -40,15 +40,21 @@ OVERRIDE: dict[str, int] = {}
 
 
 def _ops() -> dict[str, Any]:
-    import torch
+    """The sweep's row ops (``reductions.op_fn``; each called with the
+    logits and a target, which only the losses use) and the two losses."""
     import torch.nn.functional as F
+    from reductions import op_fn
 
-    return {
-        "softmax": lambda t, _: torch.softmax(t, -1),
-        "rms_norm": lambda t, _: F.rms_norm(t, (t.shape[-1],)),
-        "cross_entropy_fp32": lambda t, target: F.cross_entropy(t.float(), target),
-        "causal_lm_loss": _causal_lm_loss,
+    def of_logits(op: str) -> Any:
+        fn = op_fn(op)
+        return lambda t, _: fn(t)
+
+    ops: dict[str, Any] = {
+        op: of_logits(op) for op in ("softmax", "log_softmax", "layer_norm", "rms_norm")
     }
+    ops["cross_entropy_fp32"] = lambda t, target: F.cross_entropy(t.float(), target)
+    ops["causal_lm_loss"] = _causal_lm_loss
+    return ops
 
 
 def _causal_lm_loss(logits: Any, tokens: Any, sequences: int = 8) -> Any:
