@@ -17,8 +17,9 @@ need: their host time varies more than their kernels; ``perf_counter`` on
 the CPU), the least bytes the op needs (each input read
 once, each output written once; forward+backward adds the backward's reads
 and its gradient), their bandwidth as a fraction of a device copy of the
-input timed alike, the largest difference to a float32 eager reference, and
-for ``one_pass`` the reason code of each of its remarks.
+input timed alike, the largest difference to a float32 eager reference, the
+seconds of the first call (the compile), and for ``one_pass`` the reason
+code of each of its remarks.
 
     python benchmarks/fusion/reductions.py --device cuda --ops softmax \\
         --dtypes bfloat16 --json benchmarks/results/reductions_h100.json --plot
@@ -212,8 +213,10 @@ def run_case(
                     else torch.compile(fn, **ARM_COMPILE.get(arm, {}))
                 )
                 step = step_of(compiled, inputs, backward)
+                start = time.perf_counter()
                 with fusion_report.capture() as rep:
                     out = step()
+                entry["first_call_s"] = time.perf_counter() - start
                 seconds = median_seconds(device, step, cuda_graph)
             entry["s"] = seconds
             entry["fraction_of_copy"] = (nbytes / seconds) / copy_bw
