@@ -18,8 +18,9 @@ the CPU), the least bytes the op needs (each input read
 once, each output written once; forward+backward adds the backward's reads
 and its gradient), their bandwidth as a fraction of a device copy of the
 input timed alike, the largest difference to a float32 eager reference, the
-seconds of the first call (the compile), and for ``one_pass`` the reason
-code of each of its remarks.
+seconds of the first call (the compile), a hash of the generated code
+(``same_code_as_default``: an arm whose code is default's differs from it
+only by noise), and for ``one_pass`` the reason code of each of its remarks.
 
     python benchmarks/fusion/reductions.py --device cuda --ops softmax \\
         --dtypes bfloat16 --json benchmarks/results/reductions_h100.json --plot
@@ -28,7 +29,9 @@ code of each of its remarks.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -167,6 +170,13 @@ def softmax_baselines(shape: tuple[int, ...]) -> tuple[Any, Any, float, float, s
     return x, ref, copy_us, default_us, code
 
 
+def code_sha(codes: list[str]) -> str:
+    """A hash of a compile's generated code, less the numbering of its
+    graphs (``# AOT ID``): arms of the same code differ only by noise."""
+    text = "\n".join(codes)
+    return hashlib.sha1(re.sub(r"(?m)^# AOT ID: .*$", "", text).encode()).hexdigest()
+
+
 def run_case(
     device: str,
     op: str,
@@ -179,6 +189,7 @@ def run_case(
 ) -> dict[str, Any]:
     import torch
     from torch._inductor import fusion_report
+    from torch._inductor.utils import run_and_get_code
 
     dtype = getattr(torch, dtype_name)
     torch.manual_seed(0)
@@ -215,8 +226,10 @@ def run_case(
                 step = step_of(compiled, inputs, backward)
                 start = time.perf_counter()
                 with fusion_report.capture() as rep:
-                    out = step()
+                    out, codes = run_and_get_code(step)
                 entry["first_call_s"] = time.perf_counter() - start
+                if codes:
+                    entry["code_sha"] = code_sha(codes)
                 seconds = median_seconds(device, step, cuda_graph)
             entry["s"] = seconds
             entry["fraction_of_copy"] = (nbytes / seconds) / copy_bw
@@ -233,6 +246,10 @@ def run_case(
         except Exception as e:  # one failing arm must not lose the sweep
             entry["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
         case["arms"][arm] = entry
+    default_code = case["arms"].get("default", {}).get("code_sha")
+    for entry in case["arms"].values():
+        if default_code and "code_sha" in entry:
+            entry["same_code_as_default"] = entry["code_sha"] == default_code
     return case
 
 
@@ -286,7 +303,8 @@ def markdown(result: dict[str, Any]) -> str:
         "# Softmax-class reductions: time and fraction of copy bandwidth",
         "",
         "Time in us (fraction of a device copy's bandwidth at the least bytes "
-        "the op needs). `one_pass` lists its remark codes.",
+        "the op needs). `one_pass` lists its remark codes; (default's code): "
+        "it generated the same code as default.",
         "",
         "| op | rows x row | dtype | pass | copy us | "
         + " | ".join(arms)
@@ -301,7 +319,11 @@ def markdown(result: dict[str, Any]) -> str:
                 cells.append(f"{e['s'] * 1e6:.0f} ({e['fraction_of_copy']:.0%})")
             else:
                 cells.append("error" if "error" in e else "")
-        remarks = ", ".join(c["arms"].get("one_pass", {}).get("remarks", []))
+        one_pass = c["arms"].get("one_pass", {})
+        remarks = ", ".join(one_pass.get("remarks", []))
+        if one_pass.get("same_code_as_default"):
+            remarks += " (default's code)"
+
         lines.append(
             f"| {c['op']} | {c['rows']}x{c['row']} | {c['dtype']} | {c['pass']} | "
             f"{c['copy_s'] * 1e6:.0f} | " + " | ".join(cells) + f" | {remarks} |"

@@ -95,14 +95,23 @@ def settings(blocks: list[int]) -> list[tuple[bool, int, int, int]]:
     ]
 
 
-def run(op: str, rows: int, row: int, backward: bool, blocks: list[int]) -> list[Any]:
+def run(
+    op: str,
+    rows: int,
+    row: int,
+    backward: bool,
+    blocks: list[int],
+    dtype: str = "bfloat16",
+    save_code: bool = False,
+) -> list[Any]:
     import torch
     import triton.testing
     from measure import kernel_time_rounds
     from torch._inductor import config as inductor_config
+    from torch._inductor.utils import run_and_get_code
 
     fn = _ops()[op]
-    x = torch.randn(rows, row, device="cuda", dtype=torch.bfloat16) * 4
+    x = torch.randn(rows, row, device="cuda", dtype=getattr(torch, dtype)) * 4
     target = torch.randint(0, row, (rows,), device="cuda")
     x.requires_grad_(backward)
     copy = triton.testing.do_bench_cudagraph(lambda: x.clone(), return_mode="median")
@@ -122,13 +131,18 @@ def run(op: str, rows: int, row: int, backward: bool, blocks: list[int]) -> list
                     x.grad = None
                 return out
 
-            step()
+            _, codes = run_and_get_code(step)
+            if save_code:
+                setting = "upstream" if not on else f"{r0}_{w}w_{st}s" if r0 else "pass"
+                name = f"code_{op}_{rows}x{row}_{dtype}_{setting}.py"
+                Path(OUT, name).write_text("\n".join(codes))
             ms = triton.testing.do_bench_cudagraph(step, return_mode="median")
             kernels = kernel_time_rounds({"step": step}, rounds=1, per_round=3)
         results.append(
             {
                 "op": op,
                 "shape": [rows, row],
+                "dtype": dtype,
                 "backward": backward,
                 "on": on,
                 "r0": r0,
@@ -146,6 +160,7 @@ def run(op: str, rows: int, row: int, backward: bool, blocks: list[int]) -> list
             op,
             rows,
             row,
+            dtype,
             "backward" * backward,
             "upstream" if not on else f"{r0}/{w}w/{st}s" if r0 else "pass",
             f"{ms * 1e3:.1f} us",
@@ -169,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
         default=[(2670, 50257), (1046, 128256)],
     )
     p.add_argument("--backward", action="store_true")
+    p.add_argument("--dtype", default="bfloat16", help="of the logits")
+    p.add_argument(
+        "--save-code", action="store_true", help="write each setting's code to $OUT"
+    )
     p.add_argument(
         "--blocks",
         type=lambda s: [int(v) for v in s.split(",") if v],
@@ -183,7 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for op in args.ops:
         for rows, row in args.shapes:
-            results += run(op, rows, row, args.backward, args.blocks)
+            results += run(
+                op, rows, row, args.backward, args.blocks, args.dtype, args.save_code
+            )
             with open(f"{OUT}/probe_loop_cfg.json", "w") as fh:
                 json.dump(results, fh, indent=1)
     return 0

@@ -361,10 +361,16 @@ class TestSweep(TestCase):
 
     def test_a_real_case_on_the_cpu(self):
         case = self.reductions.run_case(
-            "cpu", "log_softmax", 256, 16, "float32", True, ["eager", "one_pass"]
+            "cpu",
+            "log_softmax",
+            256,
+            16,
+            "float32",
+            True,
+            ["eager", "default", "one_pass"],
         )
         self.assertEqual(case["bytes"], 5 * 16 * 256 * 4)
-        for arm in ("eager", "one_pass"):
+        for arm in ("eager", "default", "one_pass"):
             entry = case["arms"][arm]
             self.assertNotIn("error", entry)
             self.assertGreater(entry["s"], 0)
@@ -373,11 +379,21 @@ class TestSweep(TestCase):
                 (case["bytes"] / entry["s"]) / (2 * 16 * 256 * 4 / case["copy_s"]),
             )
             self.assertLess(entry["max_abs_diff"], 1e-4)
-        # The pass decides Triton kernels only: no remark on the CPU.
+        # The pass decides Triton kernels only: no remark on the CPU, and
+        # the code of the forward and backward graphs is default's.
         self.assertEqual(case["arms"]["one_pass"]["remarks"], [])
-        self.assertIn(
-            "| log_softmax | 16x256 |", self.reductions.markdown({"cases": [case]})
-        )
+        self.assertTrue(case["arms"]["one_pass"]["same_code_as_default"])
+        self.assertNotIn("code_sha", case["arms"]["eager"])
+        table = self.reductions.markdown({"cases": [case]})
+        self.assertIn("| log_softmax | 16x256 |", table)
+        self.assertIn("(default's code)", table)
+
+    def test_code_hash_ignores_the_numbering_of_graphs_only(self):
+        sha = self.reductions.code_sha
+        code = "# AOT ID: ['0_inference']\nimport torch\nkernel(XBLOCK=1)\n"
+        renumbered = code.replace("0_inference", "3_inference")
+        self.assertEqual(sha([code]), sha([renumbered]))
+        self.assertNotEqual(sha([code]), sha([code.replace("XBLOCK=1", "XBLOCK=2")]))
 
     def test_model_kernel_changes_match_the_two_forms_of_a_kernel(self):
         import reductions_models
