@@ -131,7 +131,7 @@ def run(
                     x.grad = None
                 return out
 
-            _, codes = run_and_get_code(step)
+            codes = run_and_get_code(step)[1]  # not the output: its graph
             if save_code:
                 setting = "upstream" if not on else f"{r0}_{w}w_{st}s" if r0 else "pass"
                 name = f"code_{op}_{rows}x{row}_{dtype}_{setting}.py"
