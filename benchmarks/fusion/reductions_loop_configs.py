@@ -84,14 +84,20 @@ def _wrap_hook() -> None:
     opr.triton_kernel_kwargs = overridden
 
 
-def settings(blocks: list[int]) -> list[tuple[bool, int, int, int]]:
-    """Upstream first, then each block at 16 and 32 warps (one stage) and
-    32 warps with two stages: (pass on, R0_BLOCK, num_warps, num_stages).
-    No blocks: upstream and the pass's own choice (R0_BLOCK 0)."""
+WARPS_STAGES = ((16, 1), (32, 1), (32, 2))
+
+
+def settings(
+    blocks: list[int], warps_stages: tuple[tuple[int, int], ...] = WARPS_STAGES
+) -> list[tuple[bool, int, int, int]]:
+    """Upstream first, then each block at each (warps, stages) of
+    ``warps_stages`` (by default 16 and 32 warps of one stage and 32 of
+    two): (pass on, R0_BLOCK, num_warps, num_stages).  No blocks: upstream
+    and the pass's own choice (R0_BLOCK 0)."""
     if not blocks:
         return [(False, 0, 0, 0), (True, 0, 0, 0)]
     return [(False, 0, 0, 0)] + [
-        (True, r0, w, st) for r0 in blocks for (w, st) in ((16, 1), (32, 1), (32, 2))
+        (True, r0, w, st) for r0 in blocks for (w, st) in warps_stages
     ]
 
 
@@ -103,6 +109,7 @@ def run(
     blocks: list[int],
     dtype: str = "bfloat16",
     save_code: bool = False,
+    warps_stages: tuple[tuple[int, int], ...] = WARPS_STAGES,
 ) -> list[Any]:
     import torch
     import triton.testing
@@ -116,7 +123,7 @@ def run(
     x.requires_grad_(backward)
     copy = triton.testing.do_bench_cudagraph(lambda: x.clone(), return_mode="median")
     results = []
-    for on, r0, w, st in settings(blocks):
+    for on, r0, w, st in settings(blocks, warps_stages):
         OVERRIDE.clear()
         if r0:
             OVERRIDE.update({"R0_BLOCK": r0, "num_warps": w, "num_stages": st})
@@ -189,6 +196,12 @@ def main(argv: list[str] | None = None) -> int:
         "--save-code", action="store_true", help="write each setting's code to $OUT"
     )
     p.add_argument(
+        "--warps-stages",
+        type=lambda s: tuple(tuple(map(int, v.split("/"))) for v in s.split(",")),
+        default=WARPS_STAGES,
+        help="warps/stages settings of each block, e.g. 16/1,32/1",
+    )
+    p.add_argument(
         "--blocks",
         type=lambda s: [int(v) for v in s.split(",") if v],
         default=[2048, 4096, 8192],
@@ -203,7 +216,14 @@ def main(argv: list[str] | None = None) -> int:
     for op in args.ops:
         for rows, row in args.shapes:
             results += run(
-                op, rows, row, args.backward, args.blocks, args.dtype, args.save_code
+                op,
+                rows,
+                row,
+                args.backward,
+                args.blocks,
+                args.dtype,
+                args.save_code,
+                args.warps_stages,
             )
             with open(f"{OUT}/probe_loop_cfg.json", "w") as fh:
                 json.dump(results, fh, indent=1)
