@@ -239,6 +239,30 @@ class TestDecision(TestCase):
         self.assertEqual(self.decide(row=50257, memory_passes=2).loop_block, 4096)
         self.assertTrue(self.decide(row=4096, memory_passes=1).fused)
 
+    def test_a_backward_walks_its_row_with_sixteen_warps(self):
+        # Two row-long inputs (the gradient and the saved output): 4096
+        # elements a step at 16 warps, where 32 warps fell off a cliff.
+        looped = self.decide(row=50257, row_inputs=2)
+        self.assertEqual((looped.loop_block, looped.loop_warps), (4096, 16))
+        self.assertEqual(
+            (self.decide(row=131072, row_inputs=3).loop_block), opr.TWO_INPUT_LOOP_BLOCK
+        )
+        # Counterfactual: one row-long input keeps the 32-warp steps.
+        one = self.decide(row=131072)
+        self.assertEqual((one.loop_block, one.loop_warps), (8192, 32))
+
+    def test_rows_of_four_byte_elements_at_copy_speed_keep_upstreams_loop(self):
+        self.assertIsNone(self.decide(row=4096, element_bytes=4))
+        self.assertIsNone(self.decide(row=16384, element_bytes=8))
+        # Counterfactuals: a longer row, two-byte elements.
+        self.assertEqual(self.decide(row=32768, element_bytes=4).num_warps, 32)
+        self.assertTrue(self.decide(row=4096, element_bytes=2).fused)
+        # A row too long for the block is decided as before.
+        self.assertEqual(
+            self.decide(row=65536, element_bytes=4).reason,
+            Reason.ONE_PASS_ROW_TOO_LONG,
+        )
+
     def test_a_row_read_once_goes_on_chip_below_a_full_block(self):
         # It saves no memory traffic: at 32 warps (alone on its SM) a
         # cross-entropy backward was 18% slower on chip, at 16 or fewer
@@ -499,18 +523,21 @@ class TestCuda(TestCase):
 
         for dim, reason in ((1, "one_pass_dynamic_row"), (0, "one_pass_row_on_chip")):
             with self.subTest(dynamic_dim=dim):
-                x = torch.randn(512, 4096, device="cuda")
+                x = torch.randn(512, 4096, device="cuda", dtype=torch.bfloat16)
                 torch._dynamo.mark_dynamic(x, dim)
                 out, _, remarks = self.compile(fn, x, one_pass_reductions=True)
-                self.assertEqual(out, fn(x), atol=1e-5, rtol=1e-4)
+                self.assertEqual(out, fn(x), atol=2e-2, rtol=2e-2)
                 self.assertEqual([r["reason"] for r in remarks], [reason])
 
     def test_training_steps_go_on_chip_with_their_row_values(self):
-        """Softmax, layer norm and RMS norm forward and backward at a row of
-        8192 go on chip, the norms' saved statistics (one value per row)
-        included, and equal eager."""
-        x = torch.randn(2048, 8192, device="cuda", requires_grad=True)
-        g = torch.randn(2048, 8192, device="cuda")
+        """Softmax, layer norm and RMS norm forward and backward at a bfloat16
+        row of 8192 go on chip, the norms' saved statistics (one value per
+        row) included, and equal eager.  In float32 the same steps keep
+        upstream's loops, which run at a copy's speed at that length: no
+        remark and no fixed configuration."""
+        x32 = torch.randn(2048, 8192, device="cuda", requires_grad=True)
+        x = x32.detach().bfloat16().requires_grad_(True)
+        g = torch.randn(2048, 8192, device="cuda", dtype=torch.bfloat16)
         cases = (
             ("softmax", lambda t: torch.softmax(t, -1)),
             ("layer_norm", lambda t: F.layer_norm(t, (8192,))),
@@ -526,7 +553,7 @@ class TestCuda(TestCase):
 
                 expected = step(x)
                 got, code, remarks = self.compile(step, x, one_pass_reductions=True)
-                self.assertEqual(got, expected, atol=1e-4, rtol=1e-3)
+                self.assertEqual(got, expected, atol=3e-2, rtol=3e-2)
                 reasons = [r["reason"] for r in remarks]
                 self.assertGreaterEqual(len(reasons), 2, reasons)
                 self.assertEqual(set(reasons), {"one_pass_row_on_chip"})
@@ -534,6 +561,17 @@ class TestCuda(TestCase):
                     len(re.findall(r"R0_BLOCK: tl.constexpr = 8192", code)),
                     len(reasons),
                 )
+
+                # Counterfactual: float32 elements keep upstream's loops.
+                def step32(t, fn=fn):
+                    out = fn(t)
+                    (grad,) = torch.autograd.grad(out, t, g.float())
+                    return out, grad
+
+                got, code, remarks = self.compile(step32, x32, one_pass_reductions=True)
+                self.assertEqual(got, step32(x32), atol=1e-4, rtol=1e-3)
+                self.assertEqual(remarks, [])
+                self.assertNotIn("triton_heuristics.fixed_config", code)
                 # Counterfactual: off, every kernel loops over its row.
                 _, code, remarks = self.compile(step, x, one_pass_reductions=False)
                 self.assertEqual(remarks, [])
@@ -573,7 +611,8 @@ class TestCuda(TestCase):
                 ]
                 self.assertEqual(len(backward), 1, str(remarks))
                 self.assertEqual("loop_block" in backward[0]["args"], looped)
-                self.assertEqual("'R0_BLOCK': 4096, 'num_warps': 32" in code, looped)
+                # Two row-long inputs (g and p): 16 warps in steps of 4096.
+                self.assertEqual("'R0_BLOCK': 4096, 'num_warps': 16" in code, looped)
 
     def test_a_backward_reading_its_row_once_needs_a_block_of_fewer_warps(self):
         """A cross-entropy backward reads its row once: at 16384 (16 warps)
@@ -582,14 +621,16 @@ class TestCuda(TestCase):
         logsumexp still goes on chip."""
         for row, on_chip in ((16384, True), (32000, False)):
             with self.subTest(row=row):
-                x = torch.randn(512, row, device="cuda", requires_grad=True)
+                x = torch.randn(
+                    512, row, device="cuda", dtype=torch.bfloat16, requires_grad=True
+                )
                 y = torch.randint(0, row, (512,), device="cuda")
 
                 def loss_grad(t, y=y):
                     return torch.autograd.grad(F.cross_entropy(t, y), t)[0]
 
                 got, _, remarks = self.compile(loss_grad, x, one_pass_reductions=True)
-                self.assertEqual(got, loss_grad(x), atol=1e-5, rtol=1e-4)
+                self.assertEqual(got, loss_grad(x), atol=1e-5, rtol=2e-2)
                 one_read = [
                     r
                     for r in remarks
@@ -608,8 +649,8 @@ class TestCuda(TestCase):
     def test_row_inputs_make_a_norm_backward_too_long_and_looped(self):
         """A layer norm backward at a row of 16384 holds the gradient, the
         input and the weight: 49152 elements, over one block's 32768; it is
-        looped in steps of 8192 by 32 warps and equals eager.  With 64
-        elements per thread it goes on chip."""
+        looped in steps of 4096 by 16 warps (two or more row-long inputs)
+        and equals eager.  With 64 elements per thread it goes on chip."""
         x = torch.randn(512, 16384, device="cuda", requires_grad=True)
         w = torch.randn(16384, device="cuda", requires_grad=True)
         g = torch.randn(512, 16384, device="cuda")
@@ -624,8 +665,9 @@ class TestCuda(TestCase):
         long = [r for r in remarks if r["reason"] == "one_pass_row_too_long"]
         self.assertEqual(len(long), 1, remarks)
         self.assertEqual(long[0]["args"]["row_inputs"], 3)
-        self.assertEqual(long[0]["args"]["loop_block"], 8192)
-        self.assertIn("'R0_BLOCK': 8192, 'num_warps': 32", code)
+        self.assertEqual(long[0]["args"]["loop_block"], 4096)
+        self.assertEqual(long[0]["args"]["loop_warps"], 16)
+        self.assertIn("'R0_BLOCK': 4096, 'num_warps': 16", code)
         _, _, remarks = self.compile(
             step,
             x,

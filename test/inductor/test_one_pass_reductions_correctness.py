@@ -23,6 +23,7 @@ import unittest
 import torch
 import torch.nn.functional as F
 from torch._inductor import config, fusion_report
+from torch._inductor.one_pass_reductions import WIDE_ELEMENT_ROW_LIMIT
 from torch._inductor.test_case import run_tests, TestCase
 from torch.testing._internal.common_cuda import TEST_CUDA
 from torch.testing._internal.common_device_type import (
@@ -38,6 +39,9 @@ except ImportError:  # pragma: no cover - hypothesis is in requirements/common.t
     given = None
 
 ROW = 2048
+# Rows of 4-byte elements up to WIDE_ELEMENT_ROW_LIMIT keep upstream's loop:
+# float32 samples are widened past it to reach the pass.
+FOUR_BYTE_ROW = 2 * WIDE_ELEMENT_ROW_LIMIT
 ROWS = 264
 OPS = (
     "softmax",
@@ -77,13 +81,15 @@ def _run_with_pass(fn, *args, **kwargs):
 
 
 def _widen(name, sample, device, dtype):
-    """The sample at a size the pass decides: the reduced dim ``ROW`` long,
-    ``ROWS`` rows; everything else (dim, kwargs, which arguments) kept.
-    ``None`` for empty and 0-d samples."""
+    """The sample at a size the pass decides: the reduced dim ``ROW`` long
+    (``FOUR_BYTE_ROW`` for 4-byte dtypes), ``ROWS`` rows; everything else
+    (dim, kwargs, which arguments) kept.  ``None`` for empty and 0-d
+    samples."""
     x = sample.input
     if x.dim() == 0 or x.numel() == 0:
         return None
     args, kwargs = list(sample.args), dict(sample.kwargs)
+    row = FOUR_BYTE_ROW if dtype.itemsize >= 4 else ROW
 
     def rand(*shape, dt=dtype):
         return torch.randn(shape, device=device, dtype=dt)
@@ -91,26 +97,26 @@ def _widen(name, sample, device, dtype):
     if name in ("softmax", "log_softmax"):
         dim = args[0] % x.dim()
         shape = [ROWS if i == 0 and dim != 0 else s for i, s in enumerate(x.shape)]
-        shape[dim] = ROW
+        shape[dim] = row
         if x.dim() == 1:
-            shape = [ROWS, ROW]
+            shape = [ROWS, row]
             args[0] = -1
         return rand(*shape) * 4, args, kwargs
     if name == "nn.functional.cross_entropy":
-        shape = [ROWS, ROW, *x.shape[2:]]
+        shape = [ROWS, row, *x.shape[2:]]
         target = args[0]
         if target.dtype in (torch.int64, torch.int32):
-            args[0] = torch.randint(0, ROW, (ROWS, *target.shape[1:]), device=device)
+            args[0] = torch.randint(0, row, (ROWS, *target.shape[1:]), device=device)
         else:
             args[0] = torch.softmax(rand(*shape, dt=torch.float32), 1).to(dtype)
         if kwargs.get("weight") is not None:
-            kwargs["weight"] = rand(ROW).abs()
+            kwargs["weight"] = rand(row).abs()
         if "ignore_index" in kwargs:
             kwargs["ignore_index"] = 1
         return rand(*shape) * 4, args, kwargs
     # layer_norm / rms_norm: args[0] is normalized_shape, then weight (bias).
     normalized = list(args[0])
-    normalized[-1] = ROW
+    normalized[-1] = row
     batch = (
         [ROWS] if x.dim() == len(normalized) else [ROWS, *x.shape[1 : -len(normalized)]]
     )

@@ -27,9 +27,11 @@ saved) and there are at least as many rows as the GPU has multiprocessors
 (one block per row would otherwise leave SMs idle, where upstream's split
 reductions use them).  A row too long for that, in a kernel of several
 passes over memory (:func:`memory_passes`: phases that read the row) and
-enough rows, is walked by one block of 32 warps in wide steps
-(:func:`loop_block_for_row`): still a read per phase, but with few rows in
-flight per SM the re-reads come from L2.
+enough rows, is walked by one block in wide steps (32 warps,
+:func:`loop_block_for_row`; 16 warps and 4096 elements where it holds two
+or more row-long inputs): still a read per phase, but with few rows in
+flight per SM the re-reads come from L2.  Rows of 4-byte elements up to :data:`WIDE_ELEMENT_ROW_LIMIT`
+keep upstream's loop, which reaches a copy's speed there.
 
 The kernel it asks for is upstream's persistent or looped reduction with a
 fixed configuration, through the hook upstream provides for exactly that,
@@ -70,6 +72,24 @@ MAX_WARPS = 32
 # and few blocks per SM the re-reads come from L2.
 LOOP_BLOCKS = (8192, 4096)
 LOOP_TAIL_WASTE = 0.05
+# A kernel of two or more row-long inputs (a backward: the gradient and the
+# saved input or output) walks its row in steps of this block with this many
+# warps.  Measured on the H100 over the backward kernels of the four row ops
+# at rows of 50257, 65536 and 131072, bfloat16 and float32
+# (benchmarks/results/reductions_h100_backward_loop_grid.md): it is within
+# 1.1% of upstream or faster in all 24, 7% less time in all; 32 warps were
+# faster in most but fell off a cliff in two (softmax backward: 4096 steps
+# at 50257 float32 4x slower than upstream, 8192 steps at 131072 bfloat16
+# 1.7x), which no rule of the row's length or bytes predicted.
+TWO_INPUT_LOOP_BLOCK = 4096
+TWO_INPUT_LOOP_WARPS = 16
+# Rows of elements of 4 bytes or more up to this length keep upstream's
+# loop: at twice the bytes per element its re-reads hit L2 and its online
+# softmax's arithmetic hides behind the loads, so it runs at a copy's speed
+# already (float32 softmax, norms and cross-entropy at rows of 2048-16384,
+# benchmarks/results/reductions_h100_final_sweep.md), and a row on chip was
+# 1-3% slower.
+WIDE_ELEMENT_ROW_LIMIT = 16384
 
 
 def enabled() -> bool:
@@ -215,6 +235,7 @@ class Decision:
     loop_block: int | None = None
     online: bool = False
     memory_passes: int | None = None
+    loop_warps: int = MAX_WARPS
 
     @property
     def fused(self) -> bool:
@@ -232,6 +253,7 @@ def decide(
     row_inputs: int = 1,
     online: bool = False,
     memory_passes: int | None = None,
+    element_bytes: int = 2,
 ) -> Decision | None:
     """The pure decision for a reduction kernel; ``None`` when the kernel
     makes one pass and there is nothing to decide.
@@ -246,6 +268,9 @@ def decide(
     memory (:func:`memory_passes`; ``phases`` when not given).  A kernel
     that reads its row once is held on chip only in a block of fewer than
     :data:`MAX_WARPS` warps, and is never looped in wide steps.
+    ``element_bytes``: the smallest element size of the row-long inputs; a
+    row of at most :data:`WIDE_ELEMENT_ROW_LIMIT` elements of 4 bytes or
+    more keeps upstream's loop (``None``).
 
     A row whose inputs do not fit in registers is missed with
     ``one_pass_row_too_long``; where there are rows enough to fill the GPU
@@ -263,6 +288,16 @@ def decide(
     limit = max_row_elements(elements_per_thread)
     many_rows = rows >= multiprocessors
     if row * row_inputs > limit:
+        # Only re-reads gain from a wider loop: a kernel of one pass over
+        # memory (an online logsumexp; a cross-entropy backward, whose first
+        # phase sums a one-hot from indices) keeps upstream's configuration.
+        rereads = (phases if memory_passes is None else memory_passes) >= 2
+        loop_block, loop_warps = None, MAX_WARPS
+        if many_rows and rereads:
+            if row_inputs >= 2:
+                loop_block, loop_warps = TWO_INPUT_LOOP_BLOCK, TWO_INPUT_LOOP_WARPS
+            else:
+                loop_block = loop_block_for_row(row, online)
         return Decision(
             Reason.ONE_PASS_ROW_TOO_LONG,
             phases,
@@ -270,13 +305,8 @@ def decide(
             rows,
             limit=limit,
             row_inputs=row_inputs,
-            # Only re-reads gain from a wider loop: a kernel of one pass
-            # over memory (an online logsumexp; a cross-entropy backward,
-            # whose first phase sums a one-hot from indices) keeps
-            # upstream's configuration.
-            loop_block=loop_block_for_row(row, online)
-            if many_rows and (phases if memory_passes is None else memory_passes) >= 2
-            else None,
+            loop_block=loop_block,
+            loop_warps=loop_warps,
             online=online,
             memory_passes=memory_passes,
         )
@@ -290,6 +320,8 @@ def decide(
             online=online,
             memory_passes=memory_passes,
         )
+    if element_bytes >= 4 and row <= WIDE_ELEMENT_ROW_LIMIT:
+        return None
     num_warps = warps_for_row(row * row_inputs, elements_per_thread)
     if (
         memory_passes is not None
@@ -390,6 +422,7 @@ def _kernel_kwargs(
         elements_per_thread=config.one_pass_reductions_elements_per_thread,
         row_inputs=1 if row is None else _row_inputs(nodes, numel, row),
         online=has_online_softmax(nodes),
+        element_bytes=2 if row is None else _element_bytes(nodes, numel, row),
     )
     if decision is None:
         return kernel_kwargs
@@ -405,7 +438,7 @@ def _kernel_kwargs(
                 {
                     "XBLOCK": 1,
                     "R0_BLOCK": decision.loop_block,
-                    "num_warps": MAX_WARPS,
+                    "num_warps": decision.loop_warps,
                     "num_stages": 1,
                 }
             ),
@@ -431,16 +464,16 @@ def _rows_hint(features: SIMDKernelFeatures) -> int | None:
         return None
 
 
-def _row_inputs(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> int:
-    """How many row-long inputs a block of the kernel holds: the buffers
-    it loads from memory (not those it writes for itself) of ``numel``
-    elements (rows times row length) or of ``row`` (a weight broadcast to
-    every row).  Values of one per row (a norm's saved statistics, a
-    cross-entropy target) are a register each and do not count."""
+def _row_long_inputs(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> set[str]:
+    """The row-long buffers a block of the kernel loads from memory (not
+    those it writes for itself): of ``numel`` elements (rows times row
+    length) or of ``row`` (a weight broadcast to every row).  Values of one
+    per row (a norm's saved statistics, a cross-entropy target) are a
+    register each and are not among them."""
     from .dependencies import MemoryDep
 
     written = {name for node in nodes for name in node.get_buffer_names()}
-    held = {
+    return {
         dep.name
         for node in nodes
         for dep in node.read_writes.reads
@@ -448,7 +481,26 @@ def _row_inputs(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> int:
         and isinstance(dep, MemoryDep)
         and _is_row_long(dep, numel, row)
     }
-    return max(1, len(held))
+
+
+def _row_inputs(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> int:
+    """How many row-long inputs a block of the kernel holds."""
+    return max(1, len(_row_long_inputs(nodes, numel, row)))
+
+
+def _element_bytes(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> int:
+    """The smallest element size of the kernel's row-long inputs (2 where
+    it has none or a size is unknown: the sizes the pass was measured for)."""
+    from .virtualized import V
+
+    try:
+        sizes = [
+            V.graph.get_dtype(name).itemsize
+            for name in _row_long_inputs(nodes, numel, row)
+        ]
+    except Exception:
+        return 2
+    return min(sizes, default=2)
 
 
 def _rows_contiguous(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> bool:
@@ -534,8 +586,9 @@ def _record_remark(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
         )
         if decision.loop_block is not None:
             args["loop_block"] = decision.loop_block
+            args["loop_warps"] = decision.loop_warps
             detail += (
-                f", one row per block of {MAX_WARPS} warps in steps of "
+                f", one row per block of {decision.loop_warps} warps in steps of "
                 f"{decision.loop_block} elements so that re-reads come from L2"
             )
     elif decision.reason == Reason.ONE_PASS_TOO_FEW_ROWS:
