@@ -293,7 +293,12 @@ def decide(
         # phase sums a one-hot from indices) keeps upstream's configuration.
         rereads = (phases if memory_passes is None else memory_passes) >= 2
         loop_block, loop_warps = None, MAX_WARPS
-        if many_rows and rereads:
+        # A row that one block would hold alone (a backward at 32768, too
+        # long only with its second input) keeps upstream's loop, at or near
+        # a copy's speed there: the 16-warp loop was 1-3% slower in
+        # bfloat16 and 20% in float32, 32 warps 2-5% in float32
+        # (benchmarks/results/reductions_h100_final_sweep.md).
+        if many_rows and rereads and row > limit:
             if row_inputs >= 2:
                 loop_block, loop_warps = TWO_INPUT_LOOP_BLOCK, TWO_INPUT_LOOP_WARPS
             else:
