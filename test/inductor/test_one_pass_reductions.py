@@ -113,6 +113,47 @@ class TestPhases(TestCase):
         # The backward's kernel: two phases, the first without a row read.
         self.assertIn((2, 1), [p[:2] for p in found], found)
 
+    def test_a_gather_from_another_buffer_is_seen_and_a_target_logit_is_not(self):
+        """A softmax adding a bias looked up per element (T5's position
+        bias) gathers from a table; a loss gathering its target logit from
+        its own rows does not, nor does a plain softmax."""
+        row = 64
+        x, table = torch.randn(8, row), torch.randn(32)
+        idx = torch.randint(0, 32, (row,))
+        target = torch.randint(0, row, (8,))
+        cases = (
+            (
+                "bias_lookup",
+                lambda t, tb, i: torch.softmax(t + tb[i], -1),
+                (x, table, idx),
+                True,
+            ),
+            ("softmax", lambda t: torch.softmax(t, -1), (x,), False),
+            (
+                "nll",
+                lambda t, y: F.cross_entropy(t, y, reduction="none"),
+                (x, target),
+                False,
+            ),
+        )
+        for name, fn, args, expected in cases:
+            with self.subTest(op=name):
+                found = []
+
+                def keep(nodes, found=found):
+                    for node in _reduction_kernels(nodes):
+                        numel, rnumel = map(sympy_product, node.group[1])
+                        found.append(
+                            opr._gathers(node.get_nodes(), numel * rnumel, rnumel)
+                        )
+                    return nodes
+
+                torch._dynamo.reset()
+                with config.patch(_post_fusion_custom_pass=keep, fx_graph_cache=False):
+                    torch.compile(fn)(*args)
+                self.assertTrue(found)
+                self.assertEqual(any(found), expected, found)
+
     def test_row_inputs_count_row_long_loads_not_row_values(self):
         """Softmax holds its input; RMS norm its input and weight; layer
         norm with weight and bias three; a loss gathering one target per row
@@ -260,9 +301,11 @@ class TestDecision(TestCase):
     def test_rows_of_four_byte_elements_at_copy_speed_keep_upstreams_loop(self):
         self.assertIsNone(self.decide(row=4096, element_bytes=4))
         self.assertIsNone(self.decide(row=16384, element_bytes=8))
-        # Counterfactuals: a longer row, two-byte elements.
+        # Counterfactuals: a longer row, two-byte elements, a kernel that
+        # gathers per element (which upstream's loop repeats every pass).
         self.assertEqual(self.decide(row=32768, element_bytes=4).num_warps, 32)
         self.assertTrue(self.decide(row=4096, element_bytes=2).fused)
+        self.assertTrue(self.decide(row=2048, element_bytes=4, gathers=True).fused)
         # A row too long for the block is decided as before.
         self.assertEqual(
             self.decide(row=65536, element_bytes=4).reason,

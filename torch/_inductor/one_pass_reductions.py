@@ -88,7 +88,10 @@ TWO_INPUT_LOOP_WARPS = 16
 # softmax's arithmetic hides behind the loads, so it runs at a copy's speed
 # already (float32 softmax, norms and cross-entropy at rows of 2048-16384,
 # benchmarks/results/reductions_h100_final_sweep.md), and a row on chip was
-# 1-3% slower.
+# 1-3% slower.  Not where the kernel also gathers from another buffer per
+# element (T5's attention softmax looks up its position bias): upstream's
+# loop repeats the gathers in every pass, and on chip that kernel was 1.6x
+# faster at rows of 2048 (reductions_models_h100_t5_seq2048.md).
 WIDE_ELEMENT_ROW_LIMIT = 16384
 
 
@@ -254,6 +257,7 @@ def decide(
     online: bool = False,
     memory_passes: int | None = None,
     element_bytes: int = 2,
+    gathers: bool = False,
 ) -> Decision | None:
     """The pure decision for a reduction kernel; ``None`` when the kernel
     makes one pass and there is nothing to decide.
@@ -270,7 +274,8 @@ def decide(
     :data:`MAX_WARPS` warps, and is never looped in wide steps.
     ``element_bytes``: the smallest element size of the row-long inputs; a
     row of at most :data:`WIDE_ELEMENT_ROW_LIMIT` elements of 4 bytes or
-    more keeps upstream's loop (``None``).
+    more keeps upstream's loop (``None``), unless the kernel ``gathers``
+    from another buffer (:func:`_gathers`).
 
     A row whose inputs do not fit in registers is missed with
     ``one_pass_row_too_long``; where there are rows enough to fill the GPU
@@ -325,7 +330,7 @@ def decide(
             online=online,
             memory_passes=memory_passes,
         )
-    if element_bytes >= 4 and row <= WIDE_ELEMENT_ROW_LIMIT:
+    if element_bytes >= 4 and row <= WIDE_ELEMENT_ROW_LIMIT and not gathers:
         return None
     num_warps = warps_for_row(row * row_inputs, elements_per_thread)
     if (
@@ -428,6 +433,7 @@ def _kernel_kwargs(
         row_inputs=1 if row is None else _row_inputs(nodes, numel, row),
         online=has_online_softmax(nodes),
         element_bytes=2 if row is None else _element_bytes(nodes, numel, row),
+        gathers=row is not None and _gathers(nodes, numel, row),
     )
     if decision is None:
         return kernel_kwargs
@@ -491,6 +497,20 @@ def _row_long_inputs(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> se
 def _row_inputs(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> int:
     """How many row-long inputs a block of the kernel holds."""
     return max(1, len(_row_long_inputs(nodes, numel, row)))
+
+
+def _gathers(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> bool:
+    """Whether the kernel loads by computed index from a buffer other than
+    its row-long inputs (an embedding table looked up per element), work a
+    looped kernel repeats in every pass.  A cross-entropy's target logit,
+    gathered from its own rows, is not such a load."""
+    rows_read = _row_long_inputs(nodes, numel, row)
+    return any(
+        dep.is_indirect() and dep.name not in rows_read
+        for node in nodes
+        for dep in node.read_writes.reads
+        if hasattr(dep, "is_indirect")
+    )
 
 
 def _element_bytes(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> int:
