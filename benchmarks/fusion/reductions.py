@@ -403,13 +403,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--deadline-s", type=float, default=0.0)
     p.add_argument("--json")
     p.add_argument("--plot", action="store_true")
+    p.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="RESULT_JSON",
+        help="no sweep: merge these results (a later file's case replaces an "
+        "earlier one of the same op, shape, dtype and pass) into --json",
+    )
     args = p.parse_args(argv)
+    if args.merge:
+        if not args.json:
+            p.error("--merge writes --json (and its .md, .png with --plot)")
+        result = merge([json.loads(Path(f).read_text()) for f in args.merge])
+        write_result(args, result)
+        return 0
     bad = [a for a in args.arms if a not in ARMS] + [
         o for o in args.ops if o not in OPS
     ]
     if bad:
         p.error(f"unknown arm or op: {', '.join(bad)} (arms: {ARMS}; ops: {OPS})")
     result = sweep(args)
+    write_result(args, result)
+    return 0
+
+
+def write_result(args: argparse.Namespace, result: dict[str, Any]) -> None:
     if args.json:
         out = Path(args.json)
         out.write_text(json.dumps(result, indent=1))
@@ -417,7 +435,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.plot:
             plot(result, out.with_suffix(".png"))
     print(markdown(result))
-    return 0
+
+
+def merge(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """One result of several sweeps: a case of a later result replaces the
+    earlier one of the same op, shape, dtype and pass (a re-measurement);
+    cases stay in the order of their first appearance."""
+    cases: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for result in results:
+        for case in result["cases"]:
+            key = (case["op"], case["rows"], case["row"], case["dtype"], case["pass"])
+            cases[key] = case
+    return {"cases": list(cases.values())}
 
 
 if __name__ == "__main__":

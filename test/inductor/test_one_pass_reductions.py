@@ -461,6 +461,28 @@ class TestSweep(TestCase):
         self.assertIn("| log_softmax | 16x256 |", table)
         self.assertIn("(default's code)", table)
 
+    def test_merge_keeps_the_latest_measurement_of_each_case(self):
+        def case(op, row, s):
+            return {
+                "op": op,
+                "rows": 8,
+                "row": row,
+                "dtype": "bfloat16",
+                "pass": "forward",
+                "arms": {"one_pass": {"s": s}},
+            }
+
+        merged = self.reductions.merge(
+            [
+                {"cases": [case("softmax", 4096, 1.0), case("rms_norm", 4096, 2.0)]},
+                {"cases": [case("softmax", 4096, 3.0), case("softmax", 8192, 4.0)]},
+            ]
+        )
+        self.assertEqual(
+            [(c["op"], c["row"], c["arms"]["one_pass"]["s"]) for c in merged["cases"]],
+            [("softmax", 4096, 3.0), ("rms_norm", 4096, 2.0), ("softmax", 8192, 4.0)],
+        )
+
     def test_code_hash_ignores_the_numbering_of_graphs_only(self):
         sha = self.reductions.code_sha
         code = "# AOT ID: ['0_inference']\nimport torch\nkernel(XBLOCK=1)\n"
