@@ -30,8 +30,9 @@ passes over memory (:func:`memory_passes`: phases that read the row) and
 enough rows, is walked by one block in wide steps (32 warps,
 :func:`loop_block_for_row`; 16 warps and 4096 elements where it holds two
 or more row-long inputs): still a read per phase, but with few rows in
-flight per SM the re-reads come from L2.  Rows of 4-byte elements up to :data:`WIDE_ELEMENT_ROW_LIMIT`
-keep upstream's loop, which reaches a copy's speed there.
+flight per SM the re-reads come from L2.  Rows of 4-byte elements up to
+:data:`WIDE_ELEMENT_ROW_LIMIT` keep upstream's loop, which reaches a copy's
+speed there.
 
 The kernel it asks for is upstream's persistent or looped reduction with a
 fixed configuration, through the hook upstream provides for exactly that,
@@ -301,7 +302,7 @@ def decide(
         # A row that one block would hold alone (a backward at 32768, too
         # long only with its second input) keeps upstream's loop, at or near
         # a copy's speed there: the 16-warp loop was 1-3% slower in
-        # bfloat16 and 20% in float32, 32 warps 2-5% in float32
+        # bfloat16 and 10-20% in float32, 32 warps 2-5% in float32
         # (benchmarks/results/reductions_h100_final_sweep.md).
         if many_rows and rereads and row > limit:
             if row_inputs >= 2:
