@@ -42,6 +42,25 @@ def _reduction_kernels(nodes):
     return [n for n in nodes if n.is_reduction()]
 
 
+def _of_each_reduction_kernel(analysis, fn, *args):
+    """``analysis(nodes, numel, row)`` of each reduction kernel of ``fn``
+    compiled on the CPU, with the kernel's fused nodes, its elements (rows
+    times row length) and its row length."""
+    found = []
+
+    def keep(nodes):
+        for node in _reduction_kernels(nodes):
+            # CPU groups are (sizes, reduction sizes).
+            numel, rnumel = map(sympy_product, node.group[1])
+            found.append(analysis(node.get_nodes(), numel * rnumel, rnumel))
+        return nodes
+
+    torch._dynamo.reset()
+    with config.patch(_post_fusion_custom_pass=keep, fx_graph_cache=False):
+        torch.compile(fn)(*args)
+    return found
+
+
 class TestPhases(TestCase):
     def phases_of(self, fn, *args):
         kernels = _reduction_kernels(_fused_nodes_of(fn, *args))
@@ -80,24 +99,14 @@ class TestPhases(TestCase):
         row = 2048
 
         def passes_of(fn, *args):
-            found = []
-
-            def keep(nodes):
-                for node in _reduction_kernels(nodes):
-                    numel, rnumel = map(sympy_product, node.group[1])
-                    found.append(
-                        (
-                            opr.phases(node.get_nodes()),
-                            opr.memory_passes(node.get_nodes(), numel * rnumel, rnumel),
-                            node.get_name(),
-                        )
-                    )
-                return nodes
-
-            torch._dynamo.reset()
-            with config.patch(_post_fusion_custom_pass=keep, fx_graph_cache=False):
-                torch.compile(fn)(*args)
-            return found
+            return _of_each_reduction_kernel(
+                lambda nodes, numel, row: (
+                    opr.phases(nodes),
+                    opr.memory_passes(nodes, numel, row),
+                ),
+                fn,
+                *args,
+            )
 
         x = torch.randn(8, row)
         self.assertEqual(
@@ -138,19 +147,7 @@ class TestPhases(TestCase):
         )
         for name, fn, args, expected in cases:
             with self.subTest(op=name):
-                found = []
-
-                def keep(nodes, found=found):
-                    for node in _reduction_kernels(nodes):
-                        numel, rnumel = map(sympy_product, node.group[1])
-                        found.append(
-                            opr._gathers(node.get_nodes(), numel * rnumel, rnumel)
-                        )
-                    return nodes
-
-                torch._dynamo.reset()
-                with config.patch(_post_fusion_custom_pass=keep, fx_graph_cache=False):
-                    torch.compile(fn)(*args)
+                found = _of_each_reduction_kernel(opr._gathers, fn, *args)
                 self.assertTrue(found)
                 self.assertEqual(any(found), expected, found)
 
@@ -174,44 +171,21 @@ class TestPhases(TestCase):
         )
         for name, fn, args, expected in cases:
             with self.subTest(op=name):
-                counts = []
-
-                def count(nodes, counts=counts):
-                    for node in _reduction_kernels(nodes):
-                        # CPU groups are (sizes, reduction sizes).
-                        numel, rnumel = map(sympy_product, node.group[1])
-                        counts.append(
-                            opr._row_inputs(node.get_nodes(), numel * rnumel, rnumel)
-                        )
-                    return nodes
-
-                torch._dynamo.reset()
-                with config.patch(_post_fusion_custom_pass=count, fx_graph_cache=False):
-                    torch.compile(fn)(*args)
+                counts = _of_each_reduction_kernel(opr._row_inputs, fn, *args)
                 self.assertEqual(max(counts), expected)
 
 
 class TestRowsContiguous(TestCase):
     def rows_contiguous(self, fn, *args):
         """``_rows_contiguous`` of the kernel with the longest rows."""
-        found = []
-
-        def check(nodes, found=found):
-            for node in _reduction_kernels(nodes):
-                numel, rnumel = map(sympy_product, node.group[1])
-                found.append(
-                    (
-                        int(rnumel),
-                        opr._rows_contiguous(
-                            node.get_nodes(), numel * rnumel, int(rnumel)
-                        ),
-                    )
-                )
-            return nodes
-
-        torch._dynamo.reset()
-        with config.patch(_post_fusion_custom_pass=check, fx_graph_cache=False):
-            torch.compile(fn)(*args)
+        found = _of_each_reduction_kernel(
+            lambda nodes, numel, row: (
+                int(row),
+                opr._rows_contiguous(nodes, numel, int(row)),
+            ),
+            fn,
+            *args,
+        )
         return max(found)[1]
 
     def test_a_cross_entropy_backward_reads_rows_contiguously(self):
