@@ -66,6 +66,7 @@ class TestParser(TestCase):
                 "TORCHINDUCTOR_LAUNCH_BOUND_COMBO_KERNELS",
                 "TORCHINDUCTOR_NO_FUSION",
                 "TORCHINDUCTOR_ONE_PASS_REDUCTIONS",
+                "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_FAST_EXP",
             ],
         )
         self.assertIn("FUSION_FORK_DISABLE", fusion_switches.BOOL_SWITCHES)
@@ -171,7 +172,14 @@ class TestConfigImport(TestCase):
             f"print(*(getattr(c, o) for o in {sorted(set(CONFIG_OF.values()))!r}),"
             " c.launch_bound_combo_max_bytes)"
         )
-        for value, expected in (("True", "True"), ("false", "False"), ("", "False")):
+        options = sorted(set(CONFIG_OF.values()))
+        # unset (""): each option's default; only the fast exp is on by default
+        defaults = [str(o == "one_pass_reductions_fast_exp") for o in options]
+        for value, expected in (
+            ("True", ["True"] * len(options)),
+            ("false", ["False"] * len(options)),
+            ("", defaults),
+        ):
             with self.subTest(value=value):
                 result = python(
                     code,
@@ -179,9 +187,7 @@ class TestConfigImport(TestCase):
                     TORCHINDUCTOR_LAUNCH_BOUND_COMBO_MAX_BYTES="12345",
                 )
                 self.assertEqual(result.returncode, 0, result.stderr)
-                self.assertEqual(
-                    result.stdout.split(), [expected] * len(CONFIG_OF) + ["12345"]
-                )
+                self.assertEqual(result.stdout.split(), [*expected, "12345"])
 
     def test_patch_wins_over_the_environment(self):
         # the environment sets the default; config.patch() still decides

@@ -296,6 +296,45 @@ class TestDecision(TestCase):
         self.assertEqual(self.decide(row=32000, memory_passes=2).num_warps, 32)
         self.assertTrue(self.decide(row=32000, memory_passes=1, online=True).fused)
 
+    def test_the_approximate_exp_only_where_16_bit_rows_are_taken(self):
+        on_chip, looped = self.decide(), self.decide(row=65536)
+        self.assertTrue(opr.uses_fast_exp(on_chip, 2, True))
+        self.assertTrue(opr.uses_fast_exp(looped, 2, True))
+        # Counterfactuals: float32 rows, the option off, a kernel the pass
+        # leaves to upstream (too few rows).
+        self.assertFalse(opr.uses_fast_exp(on_chip, 4, True))
+        self.assertFalse(opr.uses_fast_exp(on_chip, 2, False))
+        kept = self.decide(rows=64)
+        self.assertEqual(kept.reason, Reason.ONE_PASS_TOO_FEW_ROWS)
+        self.assertFalse(opr.uses_fast_exp(kept, 2, True))
+
+    def test_a_kernel_given_the_approximate_exp_is_generated_under_fast_math(self):
+        from torch._inductor.codegen.triton import FixedTritonConfig
+
+        class Kernel:
+            def __init__(self, fixed_config):
+                self.fixed_config = fixed_config
+
+        ours = opr._config_class()
+        self.assertTrue(issubclass(ours, FixedTritonConfig))
+        fast = Kernel(ours({"XBLOCK": 1, "num_warps": 32}, fast_exp=True))
+        with config.patch(one_pass_reductions=True):
+            with opr.codegen_config(fast):
+                self.assertTrue(config.use_fast_math)
+            self.assertFalse(config.use_fast_math)
+            # Counterfactuals: the pass's config without it, upstream's
+            # fixed config, no fixed config.
+            for kernel in (
+                Kernel(ours({"XBLOCK": 1}, fast_exp=False)),
+                Kernel(FixedTritonConfig({"XBLOCK": 1})),
+                Kernel(None),
+            ):
+                with opr.codegen_config(kernel):
+                    self.assertFalse(config.use_fast_math)
+        # The fixed config still reads as upstream's.
+        self.assertEqual(fast.fixed_config["num_warps"], 32)
+        self.assertIn("XBLOCK", fast.fixed_config)
+
     def test_each_reason(self):
         cases = [
             ({}, Reason.ONE_PASS_ROW_ON_CHIP),
@@ -533,6 +572,32 @@ class TestCuda(TestCase):
         self.assertEqual(remarks, [])
         self.assertNotIn("triton_heuristics.fixed_config", code)
         self.assertIn("triton_heuristics.reduction", code)
+
+    def test_16_bit_rows_on_chip_use_the_approximate_exp(self):
+        x = torch.randn(1024, 4096, device="cuda", dtype=torch.bfloat16) * 8
+
+        def fn(t):
+            return torch.log_softmax(t, -1)
+
+        out, code, remarks = self.compile(fn, x, one_pass_reductions=True)
+        self.assertEqual(out, fn(x), atol=2e-2, rtol=2e-2)
+        self.assertEqual(remarks[0]["args"]["exp"], "approximate")
+        self.assertIn("tl_math.exp(", code)
+        self.assertNotIn("libdevice.exp(", code)
+        # Counterfactuals: the option off, float32 rows (upstream's loop at
+        # this length), the pass off: the accurate exp.
+        for patch, t in (
+            ({"one_pass_reductions_fast_exp": False}, x),
+            ({}, x.float()),
+            ({"one_pass_reductions": False}, x),
+        ):
+            with self.subTest(patch=patch, dtype=t.dtype):
+                on = {"one_pass_reductions": True, **patch}
+                out, code, remarks = self.compile(fn, t, **on)
+                self.assertEqual(out, fn(t), atol=2e-2, rtol=2e-2)
+                self.assertIn("libdevice.exp(", code)
+                self.assertNotIn("tl_math.exp(", code)
+                self.assertTrue(all("exp" not in r["args"] for r in remarks))
 
     def test_each_missed_reason_and_its_counterfactual(self):
         def softmax_last(t):

@@ -62,6 +62,9 @@ BOOL_SWITCHES: dict[str, str] = {
         "torch._inductor.config.launch_bound_combo_kernels"
     ),
     "TORCHINDUCTOR_ONE_PASS_REDUCTIONS": "torch._inductor.config.one_pass_reductions",
+    "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_FAST_EXP": (
+        "torch._inductor.config.one_pass_reductions_fast_exp"
+    ),
     FORK_DISABLE: "the fusion fork itself (1: stock torch)",
 }
 

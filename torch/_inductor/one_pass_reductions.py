@@ -45,7 +45,9 @@ sum) are not its business and get no remark.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import logging
 from typing import Any, TYPE_CHECKING
 
@@ -122,6 +124,56 @@ def warps_for_row(row: int, elements_per_thread: int) -> int:
     while warps < MAX_WARPS and warps * WARP_SIZE * elements_per_thread < row:
         warps *= 2
     return warps
+
+
+def uses_fast_exp(decision: Decision, element_bytes: int, allowed: bool) -> bool:
+    """Whether a kernel the pass configures computes exp in Triton's
+    approximate form (``tl_math.exp``, upstream's ``use_fast_math``) rather
+    than libdevice's accurate one.
+
+    Why: on chip, the accurate exp made the kernel compute-bound.  A
+    bfloat16 softmax over 4096 x 32768 took 247 us on chip with it and 193
+    us (92% of copy) with the approximate form; log-softmax 203 -> 195,
+    cross-entropy's forward 138 -> 124 (H100,
+    benchmarks/results/reductions_h100_fast_exp.md).  The approximate form
+    is off by a few units in the last place of a float32 (a relative 2^-21
+    or so, plus 2^-24 times the argument from its scaling by log2(e)): far
+    below the rounding of 16-bit inputs (2^-9 for bfloat16, 2^-12 for
+    float16), so only kernels whose row-long inputs are 16-bit use it, and
+    only kernels the pass takes (on chip or in its wide loop); ``allowed``
+    is ``config.one_pass_reductions_fast_exp``.
+    """
+    taken = decision.fused or decision.loop_block is not None
+    return allowed and taken and element_bytes <= 2
+
+
+@functools.cache
+def _config_class() -> type:
+    """Upstream's ``FixedTritonConfig`` with the pass's choice of exp
+    (imported late: ``codegen.triton`` imports this module's hooks)."""
+    from .codegen.triton import FixedTritonConfig
+
+    @dataclasses.dataclass
+    class OnePassTritonConfig(FixedTritonConfig):
+        fast_exp: bool = False
+
+    return OnePassTritonConfig
+
+
+def codegen_config(kernel: Any) -> contextlib.AbstractContextManager[Any]:
+    """The config to generate ``kernel``'s body under: upstream's
+    ``use_fast_math`` where the pass chose the approximate exp for it
+    (:func:`uses_fast_exp`), else the config as it is.  Every exp of the
+    body and of its online-softmax helpers reads that one option."""
+    fixed = getattr(kernel, "fixed_config", None)
+    if (
+        config.one_pass_reductions
+        and not config.use_fast_math
+        and isinstance(fixed, _config_class())
+        and fixed.fast_exp
+    ):
+        return config.patch(use_fast_math=True)
+    return contextlib.nullcontext()
 
 
 def _phase_of_each(nodes: Iterable[Any]) -> list[tuple[Any, int]]:
@@ -240,6 +292,7 @@ class Decision:
     online: bool = False
     memory_passes: int | None = None
     loop_warps: int = MAX_WARPS
+    fast_exp: bool = False
 
     @property
     def fused(self) -> bool:
@@ -419,6 +472,7 @@ def _kernel_kwargs(
         return kernel_kwargs
     rows = _static_int(features.numel)
     numel = features.numel * features.reduction_numel
+    element_bytes = 2 if row is None else _element_bytes(nodes, numel, row)
     decision = decide(
         phases=phases(nodes),
         memory_passes=None if row is None else memory_passes(nodes, numel, row),
@@ -433,26 +487,34 @@ def _kernel_kwargs(
         elements_per_thread=config.one_pass_reductions_elements_per_thread,
         row_inputs=1 if row is None else _row_inputs(nodes, numel, row),
         online=has_online_softmax(nodes),
-        element_bytes=2 if row is None else _element_bytes(nodes, numel, row),
+        element_bytes=element_bytes,
         gathers=row is not None and _gathers(nodes, numel, row),
     )
     if decision is None:
         return kernel_kwargs
+    decision = dataclasses.replace(
+        decision,
+        fast_exp=row is not None
+        and uses_fast_exp(
+            decision, element_bytes, bool(config.one_pass_reductions_fast_exp)
+        ),
+    )
     _record_remark(decision, nodes)
-    from .codegen.triton import FixedTritonConfig
+    config_class = _config_class()
 
     if decision.loop_block is not None:
         return {
             **kernel_kwargs,
             "override_persistent_reduction": False,
             "override_cooperative_reduction": False,
-            "fixed_config": FixedTritonConfig(
+            "fixed_config": config_class(
                 {
                     "XBLOCK": 1,
                     "R0_BLOCK": decision.loop_block,
                     "num_warps": decision.loop_warps,
                     "num_stages": 1,
-                }
+                },
+                fast_exp=decision.fast_exp,
             ),
         }
     if not decision.fused:
@@ -461,8 +523,9 @@ def _kernel_kwargs(
         **kernel_kwargs,
         "override_persistent_reduction": True,
         "override_cooperative_reduction": False,
-        "fixed_config": FixedTritonConfig(
-            {"XBLOCK": 1, "num_warps": decision.num_warps, "num_stages": 1}
+        "fixed_config": config_class(
+            {"XBLOCK": 1, "num_warps": decision.num_warps, "num_stages": 1},
+            fast_exp=decision.fast_exp,
         ),
     }
 
@@ -630,6 +693,9 @@ def _record_remark(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
             "the reduced dim is not the contiguous innermost one, or the "
             f"kernel is tiled: {passes} kept"
         )
+    if decision.fast_exp:
+        args["exp"] = "approximate"
+        detail += "; exp in its approximate form (16-bit inputs)"
     fusion_hooks.record_pass_remark(
         Remark(
             Kind.FUSED if decision.fused else Kind.MISSED,
