@@ -308,6 +308,35 @@ class TestDecision(TestCase):
         self.assertEqual(kept.reason, Reason.ONE_PASS_TOO_FEW_ROWS)
         self.assertFalse(opr.uses_fast_exp(kept, 2, True))
 
+    def test_an_online_softmax_kept_in_upstreams_loop_gets_the_approximate_exp(self):
+        def form(decision, element_bytes=2, allowed=True):
+            return opr.with_exp_form(decision, element_bytes, allowed, 132)
+
+        kept = self.decide(row=50257, online=True)
+        self.assertIsNone(kept.loop_block)
+        taken = form(kept)
+        self.assertEqual(
+            (taken.loop_block, taken.loop_warps, taken.fast_exp, taken.upstream_loop),
+            (opr.UPSTREAM_LOOP_BLOCK, opr.UPSTREAM_LOOP_WARPS, True, True),
+        )
+        # A logsumexp read once (cross-entropy's forward) likewise.
+        self.assertTrue(form(self.decide(row=131072, phases=1, online=True)).fast_exp)
+        # Counterfactuals: float32 rows, the option off, fewer rows than
+        # multiprocessors (upstream splits the row), no online softmax (a
+        # one-read backward), a second row-long input: upstream's kernel.
+        for decision, element_bytes, allowed in (
+            (kept, 4, True),
+            (kept, 2, False),
+            (self.decide(row=50257, rows=64, online=True), 2, True),
+            (self.decide(row=50257, memory_passes=1), 2, True),
+            (self.decide(row=32768, row_inputs=2, online=True), 2, True),
+        ):
+            with self.subTest(decision=decision, element_bytes=element_bytes):
+                self.assertEqual(form(decision, element_bytes, allowed), decision)
+        # Kernels already taken only get the exp.
+        on_chip = form(self.decide())
+        self.assertEqual((on_chip.fast_exp, on_chip.upstream_loop), (True, False))
+
     def test_a_kernel_given_the_approximate_exp_is_generated_under_fast_math(self):
         from torch._inductor.codegen.triton import FixedTritonConfig
 
@@ -606,6 +635,31 @@ class TestCuda(TestCase):
                 self.assertEqual((fast, accurate), (False, True))
                 self.assertNotIn("True", helpers)
                 self.assertTrue(all("exp" not in r["args"] for r in remarks))
+
+    def test_an_online_softmax_too_long_keeps_upstreams_loop_with_the_fast_exp(self):
+        x = torch.randn(264, 50257, device="cuda", dtype=torch.bfloat16) * 8
+
+        def fn(t):
+            return torch.softmax(t, -1)
+
+        out, code, remarks = self.compile(fn, x, one_pass_reductions=True)
+        self.assertEqual(out, fn(x), atol=2e-3, rtol=2e-2)
+        (remark,) = remarks
+        self.assertEqual(remark["reason"], "one_pass_row_too_long")
+        self.assertEqual(remark["args"]["exp"], "approximate")
+        self.assertTrue(remark["args"]["upstream_loop"])
+        self.assertIn("triton_heuristics.fixed_config", code)
+        self.assertIn(f"R0_BLOCK: tl.constexpr = {opr.UPSTREAM_LOOP_BLOCK}", code)
+        self.assertIn("tl_math.exp(", code)
+        self.assertNotIn("libdevice.exp(", code)
+        # Counterfactual: the option off, upstream's kernel as it was.
+        out, code, remarks = self.compile(
+            fn, x, one_pass_reductions=True, one_pass_reductions_fast_exp=False
+        )
+        self.assertEqual(out, fn(x), atol=2e-3, rtol=2e-2)
+        self.assertNotIn("upstream_loop", remarks[0]["args"])
+        self.assertNotIn("triton_heuristics.fixed_config", code)
+        self.assertIn("libdevice.exp(", code)
 
     def test_each_missed_reason_and_its_counterfactual(self):
         def softmax_last(t):

@@ -86,6 +86,12 @@ LOOP_TAIL_WASTE = 0.05
 # 1.7x), which no rule of the row's length or bytes predicted.
 TWO_INPUT_LOOP_BLOCK = 4096
 TWO_INPUT_LOOP_WARPS = 16
+# Upstream's own loop for an inner reduction of a long row (what its
+# heuristics chose for every online softmax and logsumexp the sweep kept
+# upstream's loop for): the pass fixes it only to give it the approximate exp
+# (with_exp_form).
+UPSTREAM_LOOP_BLOCK = 2048
+UPSTREAM_LOOP_WARPS = 16
 # Rows of elements of 4 bytes or more up to this length keep upstream's
 # loop: at twice the bytes per element its re-reads hit L2 and its online
 # softmax's arithmetic hides behind the loads, so it runs at a copy's speed
@@ -145,6 +151,43 @@ def uses_fast_exp(decision: Decision, element_bytes: int, allowed: bool) -> bool
     """
     taken = decision.fused or decision.loop_block is not None
     return allowed and taken and element_bytes <= 2
+
+
+def with_exp_form(
+    decision: Decision, element_bytes: int, allowed: bool, multiprocessors: int
+) -> Decision:
+    """``decision`` with its choice of exp (:func:`uses_fast_exp`), and
+    one more kernel taken for it: an online softmax or logsumexp of one
+    row-long input whose row is too long for a block, which keeps
+    upstream's loop (:data:`UPSTREAM_LOOP_BLOCK` elements a step,
+    :data:`UPSTREAM_LOOP_WARPS` warps) but with the approximate exp.
+
+    Why: its loop rescales the running sum with two exps per element and is
+    compute-bound; upstream's loop with the approximate exp was 1.09x
+    faster for a bfloat16 softmax at 2670 x 50257 and 1.21x for
+    cross-entropy's forward (benchmarks/results/reductions_h100_fast_exp.md),
+    where no wider step beat upstream's.  Not with fewer rows than
+    multiprocessors, where upstream splits the row instead.
+    """
+    if uses_fast_exp(decision, element_bytes, allowed):
+        return dataclasses.replace(decision, fast_exp=True)
+    if (
+        allowed
+        and element_bytes <= 2
+        and decision.reason == Reason.ONE_PASS_ROW_TOO_LONG
+        and decision.online
+        and decision.row_inputs == 1
+        and decision.rows is not None
+        and decision.rows >= multiprocessors
+    ):
+        return dataclasses.replace(
+            decision,
+            loop_block=UPSTREAM_LOOP_BLOCK,
+            loop_warps=UPSTREAM_LOOP_WARPS,
+            fast_exp=True,
+            upstream_loop=True,
+        )
+    return decision
 
 
 @functools.cache
@@ -293,6 +336,7 @@ class Decision:
     memory_passes: int | None = None
     loop_warps: int = MAX_WARPS
     fast_exp: bool = False
+    upstream_loop: bool = False
 
     @property
     def fused(self) -> bool:
@@ -492,13 +536,13 @@ def _kernel_kwargs(
     )
     if decision is None:
         return kernel_kwargs
-    decision = dataclasses.replace(
-        decision,
-        fast_exp=row is not None
-        and uses_fast_exp(
-            decision, element_bytes, bool(config.one_pass_reductions_fast_exp)
-        ),
-    )
+    if row is not None:
+        decision = with_exp_form(
+            decision,
+            element_bytes,
+            bool(config.one_pass_reductions_fast_exp),
+            _multiprocessors(nodes),
+        )
     _record_remark(decision, nodes)
     config_class = _config_class()
 
@@ -673,7 +717,13 @@ def _record_remark(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
             f"a row of {decision.row} elements{inputs} is more than one block "
             f"holds in registers ({decision.limit}): {passes} kept"
         )
-        if decision.loop_block is not None:
+        if decision.upstream_loop:
+            args["upstream_loop"] = True
+            detail += (
+                f", in upstream's loop of {decision.loop_block} elements a "
+                f"step, {decision.loop_warps} warps"
+            )
+        elif decision.loop_block is not None:
             args["loop_block"] = decision.loop_block
             args["loop_warps"] = decision.loop_warps
             detail += (
