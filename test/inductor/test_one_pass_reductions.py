@@ -649,7 +649,7 @@ class TestCuda(TestCase):
         self.assertEqual(remark["args"]["exp"], "approximate")
         self.assertTrue(remark["args"]["upstream_loop"])
         self.assertIn("triton_heuristics.fixed_config", code)
-        self.assertIn(f"R0_BLOCK: tl.constexpr = {opr.UPSTREAM_LOOP_BLOCK}", code)
+        self.assertIn(f"'R0_BLOCK': {opr.UPSTREAM_LOOP_BLOCK}, 'num_warps': 16", code)
         self.assertIn("tl_math.exp(", code)
         self.assertNotIn("libdevice.exp(", code)
         # Counterfactual: the option off, upstream's kernel as it was.
