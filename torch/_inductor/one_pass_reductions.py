@@ -37,6 +37,9 @@ speed there.
 The kernel it asks for is upstream's persistent or looped reduction with a
 fixed configuration, through the hook upstream provides for exactly that,
 ``InductorChoices.triton_kernel_kwargs``; the code generation is upstream's.
+Where the kernel's row-long inputs are 16-bit, its body is generated under
+upstream's ``use_fast_math`` (Triton's approximate exp, :func:`with_exp_form`,
+:func:`codegen_config`): the accurate exp made the kernels compute-bound.
 Every decision is a remark (stage ``one_pass_reduction``): ``fused`` with
 ``one_pass_row_on_chip``, or ``missed`` with the reason the row stays in
 several passes.  Kernels of one phase without an online softmax (a plain
