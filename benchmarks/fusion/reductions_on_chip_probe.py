@@ -6,11 +6,14 @@ on (the pass's own choice), on with the on-chip kernel's ``num_warps`` set,
 and on with a smaller ``one_pass_reductions_elements_per_thread`` so that the
 row is too long and the pass walks it in a loop whose ``R0_BLOCK`` /
 ``num_warps`` are set.  Per setting: the forward's time as CUDA graph
-replays (``do_bench_cudagraph`` median), and per generated Triton kernel its
+replays (``do_bench_cudagraph`` median), each kernel's GPU time from the
+profiler (``measure.kernel_time_rounds``), and per generated Triton kernel its
 registers per thread and spilled bytes as Triton reports them (the
 ``n_regs`` / ``n_spills`` of the compiled binary Inductor launches).  The
 override wraps the pass's own ``one_pass_reductions.triton_kernel_kwargs``
 (the hook calls it by module attribute); nothing of upstream is replaced.
+``amax`` (a row read once, nothing else) gives the read-only speed of
+Inductor's own reduction kernel at the same shape.
 
     python benchmarks/fusion/reductions_on_chip_probe.py \\
         --ops softmax,log_softmax --shapes 4096x32768   # $OUT/probe_on_chip.json
@@ -102,13 +105,20 @@ def kernel_registers(modules_before: int) -> list[dict[str, Any]]:
 def run(op: str, rows: int, row: int, dtype: str, setting: dict[str, Any]) -> Any:
     import torch
     import triton.testing
+    from measure import kernel_time_rounds
     from reductions_loop_configs import _ops
     from torch._inductor import config as inductor_config
     from torch._inductor.codecache import PyCodeCache
 
     import torch.nn.functional as F
 
-    ops = {**_ops(), "cross_entropy": lambda t, target: F.cross_entropy(t, target)}
+    ops = {
+        **_ops(),
+        "cross_entropy": lambda t, target: F.cross_entropy(t, target),
+        # a reduction that reads its row once and does nothing else: the
+        # read-only speed of Inductor's own kernel (not the pass's business)
+        "amax": lambda t, _: t.amax(-1),
+    }
     fn = ops[op]
     x = torch.randn(rows, row, device="cuda", dtype=getattr(torch, dtype)) * 4
     target = torch.randint(0, row, (rows,), device="cuda")
@@ -128,8 +138,12 @@ def run(op: str, rows: int, row: int, dtype: str, setting: dict[str, Any]) -> An
         ms = triton.testing.do_bench_cudagraph(
             lambda: compiled(x, target), return_mode="median"
         )
+        kernel_times = kernel_time_rounds(
+            {"step": lambda: compiled(x, target)}, rounds=1, per_round=3
+        )["step"]["kernels"]
     copy = triton.testing.do_bench_cudagraph(lambda: x.clone(), return_mode="median")
     return {
+        "kernel_us": {k["name"]: k["s"] * 1e6 for k in kernel_times},
         "op": op,
         "shape": [rows, row],
         "dtype": dtype,
@@ -178,12 +192,17 @@ def main(argv: list[str] | None = None) -> int:
                     for k in res.get("kernels", [])
                 ]
                 pct = res["copy_us"] / res["us"] if "us" in res else 0
+                times = [
+                    f"{name[:28]} {us:.1f}"
+                    for name, us in res.get("kernel_us", {}).items()
+                ]
                 print(
                     op,
                     f"{rows}x{row}",
                     setting["name"],
                     f"{res.get('us', 0):.1f} us ({pct:.0%} of copy)",
                     regs or res.get("error"),
+                    times,
                     flush=True,
                 )
                 with open(f"{OUT}/probe_on_chip.json", "w") as fh:
