@@ -70,6 +70,9 @@ def _causal_lm_loss(logits: Any, tokens: Any, sequences: int = 8) -> Any:
 
 
 def _wrap_hook() -> None:
+    """Apply :data:`OVERRIDE` to the fixed config the pass returns: an
+    override with an ``R0_BLOCK`` to looped kernels only, one without (say
+    ``num_warps`` alone) to persistent and looped kernels alike."""
     from torch._inductor import one_pass_reductions as opr
 
     original = opr.triton_kernel_kwargs
@@ -77,7 +80,8 @@ def _wrap_hook() -> None:
     def overridden(features: Any, groups: Any, kwargs: Any) -> Any:
         out = original(features, groups, kwargs)
         fixed = out.get("fixed_config")
-        if fixed is not None and "R0_BLOCK" in fixed.config and OVERRIDE:
+        looped = fixed is not None and "R0_BLOCK" in fixed.config
+        if fixed is not None and OVERRIDE and (looped or "R0_BLOCK" not in OVERRIDE):
             fixed.config.update(OVERRIDE)
         return out
 

@@ -10,8 +10,9 @@ replays (``do_bench_cudagraph`` median), each kernel's GPU time from the
 profiler (``measure.kernel_time_rounds``), and per generated Triton kernel its
 registers per thread and spilled bytes as Triton reports them (the
 ``n_regs`` / ``n_spills`` of the compiled binary Inductor launches).  The
-override wraps the pass's own ``one_pass_reductions.triton_kernel_kwargs``
-(the hook calls it by module attribute); nothing of upstream is replaced.
+override is ``reductions_loop_configs``' wrapper of the pass's own
+``one_pass_reductions.triton_kernel_kwargs`` (the hook calls it by module
+attribute); nothing of upstream is replaced.
 ``amax`` (a row read once, nothing else) gives the read-only speed of
 Inductor's own reduction kernel at the same shape.
 
@@ -32,25 +33,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 OUT = os.environ.get("OUT", "/tmp")
-# Config keys the wrapped hook sets on the pass's fixed config.
-OVERRIDE: dict[str, int] = {}
-
-
-def _wrap_hook() -> None:
-    from torch._inductor import one_pass_reductions as opr
-
-    original = opr.triton_kernel_kwargs
-
-    def overridden(features: Any, groups: Any, kwargs: Any) -> Any:
-        out = original(features, groups, kwargs)
-        fixed = out.get("fixed_config")
-        if fixed is not None and OVERRIDE:
-            looped = "R0_BLOCK" in fixed.config
-            wanted = {k: v for k, v in OVERRIDE.items() if looped or k != "R0_BLOCK"}
-            fixed.config.update(wanted)
-        return out
-
-    opr.triton_kernel_kwargs = overridden
 
 
 def settings(
@@ -106,7 +88,7 @@ def run(op: str, rows: int, row: int, dtype: str, setting: dict[str, Any]) -> An
     import torch
     import triton.testing
     from measure import kernel_time_rounds
-    from reductions_loop_configs import _ops
+    from reductions_loop_configs import _ops, OVERRIDE
     from torch._inductor import config as inductor_config
     from torch._inductor.codecache import PyCodeCache
 
@@ -176,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--loop-ept", type=int, default=4)
     args = p.parse_args(argv)
+    from reductions_loop_configs import _wrap_hook
+
     _wrap_hook()
     results = []
     for op in args.ops:
