@@ -67,6 +67,7 @@ class TestParser(TestCase):
                 "TORCHINDUCTOR_NO_FUSION",
                 "TORCHINDUCTOR_ONE_PASS_REDUCTIONS",
                 "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_FAST_EXP",
+                "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_LEAN_COMBINE",
             ],
         )
         self.assertIn("FUSION_FORK_DISABLE", fusion_switches.BOOL_SWITCHES)
@@ -173,8 +174,13 @@ class TestConfigImport(TestCase):
             " c.launch_bound_combo_max_bytes)"
         )
         options = sorted(set(CONFIG_OF.values()))
-        # unset (""): each option's default; only the fast exp is on by default
-        defaults = [str(o == "one_pass_reductions_fast_exp") for o in options]
+        # unset (""): each option's default; only the fast exp and the lean
+        # combine are on by default
+        on_by_default = {
+            "one_pass_reductions_fast_exp",
+            "one_pass_reductions_lean_combine",
+        }
+        defaults = [str(o in on_by_default) for o in options]
         for value, expected in (
             ("True", ["True"] * len(options)),
             ("false", ["False"] * len(options)),

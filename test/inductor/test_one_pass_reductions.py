@@ -337,6 +337,60 @@ class TestDecision(TestCase):
         on_chip = form(self.decide())
         self.assertEqual((on_chip.fast_exp, on_chip.upstream_loop), (True, False))
 
+    def test_a_looped_online_softmax_uses_the_lean_combine(self):
+        kept = self.decide(row=50257, online=True)
+        # A logsumexp read once (cross-entropy's forward) in upstream's loop,
+        # a softmax in the wide loop.
+        read_once = self.decide(row=50257, phases=1, online=True)
+        upstream_loop = opr.with_exp_form(read_once, 2, True, 132)
+        self.assertTrue(upstream_loop.upstream_loop)
+        wide = self.decide(row=131072, online=True)
+        self.assertEqual(wide.loop_block, 8192)
+        self.assertTrue(opr.uses_lean_combine(upstream_loop, True))
+        self.assertTrue(opr.uses_lean_combine(wide, True))
+        # Counterfactuals: the option off, a softmax that reads its row again
+        # in upstream's loop, on chip (no loop, no combine), a loop without an
+        # online softmax, a kernel left in upstream's own configuration.
+        self.assertFalse(opr.uses_lean_combine(wide, False))
+        for decision in (
+            opr.with_exp_form(kept, 2, True, 132),
+            self.decide(online=True),
+            self.decide(row=65536),
+            kept,
+        ):
+            with self.subTest(decision=decision):
+                self.assertFalse(opr.uses_lean_combine(decision, True))
+
+    def test_the_lean_combine_is_chosen_per_kernel_at_its_call_site(self):
+        from torch._inductor.codegen.triton import FixedTritonConfig
+
+        class Kernel:
+            def __init__(self, fixed_config):
+                self.fixed_config = fixed_config
+
+        ours = opr._config_class()
+        lean = Kernel(ours({"XBLOCK": 1, "R0_BLOCK": 2048}, lean_combine=True))
+        with config.patch(one_pass_reductions=True):
+            self.assertEqual(
+                opr.online_softmax_combine_helper(lean), "online_softmax_combine_lean"
+            )
+            for kernel in (
+                Kernel(ours({"XBLOCK": 1, "R0_BLOCK": 2048})),
+                Kernel(FixedTritonConfig({"XBLOCK": 1})),
+                Kernel(None),
+            ):
+                self.assertEqual(
+                    opr.online_softmax_combine_helper(kernel), "online_softmax_combine"
+                )
+        with config.patch(one_pass_reductions=False):
+            self.assertEqual(
+                opr.online_softmax_combine_helper(lean), "online_softmax_combine"
+            )
+        # Both helpers exist in this release's triton_helpers.
+        from torch._inductor.runtime import triton_helpers
+
+        self.assertTrue(hasattr(triton_helpers, "online_softmax_combine_lean"))
+
     def test_a_kernel_given_the_approximate_exp_is_generated_under_fast_math(self):
         from torch._inductor.codegen.triton import FixedTritonConfig
 
@@ -660,6 +714,59 @@ class TestCuda(TestCase):
         self.assertNotIn("upstream_loop", remarks[0]["args"])
         self.assertNotIn("triton_heuristics.fixed_config", code)
         self.assertIn("libdevice.exp(", code)
+
+    def test_a_looped_online_softmax_combines_with_the_lean_helper(self):
+        # In the wide loop (softmax, log-softmax at 131072) and in upstream's
+        # loop when the row is read once (cross-entropy's forward).
+        x = torch.randn(264, 131072, device="cuda", dtype=torch.bfloat16) * 8
+        # Rows of special values: some -inf, all -inf, a +inf, a NaN.
+        x[1, ::3] = float("-inf")
+        x[2] = float("-inf")
+        x[3, 7] = float("inf")
+        x[4, 11] = float("nan")
+        target = torch.randint(0, 131072, (264,), device="cuda")
+        cases = {
+            "softmax": lambda t: torch.softmax(t, -1),
+            "log_softmax": lambda t: torch.log_softmax(t, -1),
+            "cross_entropy": lambda t: F.cross_entropy(t, target, reduction="none"),
+        }
+        for name, fn in cases.items():
+            with self.subTest(op=name):
+                out, code, remarks = self.compile(fn, x, one_pass_reductions=True)
+                self.assertIn("triton_helpers.online_softmax_combine_lean(", code)
+                combines = [r["args"].get("online_combine") for r in remarks]
+                self.assertIn("lean", combines)
+                # Counterfactuals: the option off, the pass off: upstream's helper.
+                _, off_code, off_remarks = self.compile(
+                    fn,
+                    x,
+                    one_pass_reductions=True,
+                    one_pass_reductions_lean_combine=False,
+                )
+                self.assertIn("triton_helpers.online_softmax_combine(", off_code)
+                self.assertNotIn("online_softmax_combine_lean", off_code)
+                self.assertTrue(
+                    all("online_combine" not in r["args"] for r in off_remarks)
+                )
+                ref, ref_code, _ = self.compile(fn, x, one_pass_reductions=False)
+                self.assertIn("triton_helpers.online_softmax_combine(", ref_code)
+                self.assertNotIn("online_softmax_combine_lean", ref_code)
+                # Equal to upstream's kernel and to eager, NaN where they are.
+                torch.testing.assert_close(
+                    out, ref, atol=2e-2, rtol=2e-2, equal_nan=True
+                )
+                # and to eager where the rows are finite or partly -inf.
+                rows = [1, *range(5, 264)]
+                torch.testing.assert_close(
+                    out[rows], fn(x)[rows], atol=2e-2, rtol=2e-2, equal_nan=True
+                )
+        # Counterfactual: a softmax that reads its row again in upstream's
+        # loop (a row of 50257) keeps upstream's helper.
+        y = torch.randn(264, 50257, device="cuda", dtype=torch.bfloat16)
+        _, code, remarks = self.compile(cases["softmax"], y, one_pass_reductions=True)
+        self.assertTrue(remarks[0]["args"]["upstream_loop"])
+        self.assertIn("triton_helpers.online_softmax_combine(", code)
+        self.assertNotIn("online_softmax_combine_lean", code)
 
     def test_each_missed_reason_and_its_counterfactual(self):
         def softmax_last(t):

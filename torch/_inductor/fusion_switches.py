@@ -65,6 +65,9 @@ BOOL_SWITCHES: dict[str, str] = {
     "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_FAST_EXP": (
         "torch._inductor.config.one_pass_reductions_fast_exp"
     ),
+    "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_LEAN_COMBINE": (
+        "torch._inductor.config.one_pass_reductions_lean_combine"
+    ),
     FORK_DISABLE: "the fusion fork itself (1: stock torch)",
 }
 
