@@ -29,11 +29,14 @@ a mask.  Against Inductor's ``amax`` of the same rows (a pure read).
 # ruff: noqa: B023
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
+from unittest import mock
 import sys
 from pathlib import Path
+from typing import Any
 
 import torch
 import triton
@@ -215,15 +218,36 @@ def hand(shapes: list[tuple[int, int]]) -> None:
 
 
 ARMS = ("default", "pass_upstream_combine", "pass_lean_combine")
+# Not timed unless asked for: the lean combine also where the pass's rule
+# leaves it out (an online softmax that reads its row again in upstream's
+# loop), its rule replaced by module attribute (the pass calls it so).
+LEAN_EVERYWHERE = "pass_lean_everywhere"
+
+
+@contextlib.contextmanager
+def _lean_everywhere() -> Any:
+    from torch._inductor import one_pass_reductions as opr
+
+    rule = opr.uses_lean_combine
+    opr.uses_lean_combine = lambda decision, allowed: (
+        allowed and decision.online and decision.loop_block is not None
+    )
+    try:
+        yield
+    finally:
+        opr.uses_lean_combine = rule
 
 
 def inductor(
-    shapes: list[tuple[int, int]], dtypes: list[str], arms: tuple[str, ...] = ARMS
+    shapes: list[tuple[int, int]],
+    dtypes: list[str],
+    arms: tuple[str, ...] = ARMS,
+    ops: tuple[str, ...] = ("softmax", "log_softmax", "cross_entropy"),
 ) -> None:
     from reductions import code_sha, least_bytes, make_inputs, op_fn
 
     from torch._inductor import config
-    from torch._inductor.utils import run_and_get_code
+    from torch._inductor.graph import GraphLowering
 
     results = []
     for rows, row in shapes:
@@ -231,7 +255,7 @@ def inductor(
             dtype = getattr(torch, dtype_name)
             x = make_inputs("softmax", rows, row, dtype, "cuda")[0]
             copy = bench(x.clone) * 1e3
-            for op in ("softmax", "log_softmax", "cross_entropy"):
+            for op in ops:
                 inputs = make_inputs(op, rows, row, dtype, "cuda")
                 fn = op_fn(op)
                 case = {
@@ -249,12 +273,23 @@ def inductor(
                     arm_fn = eval("lambda *a: fn(*a)", {"fn": fn})
                     patch = {"fx_graph_cache": False}
                     patch["one_pass_reductions"] = arm != "default"
-                    patch["one_pass_reductions_lean_combine"] = (
-                        arm == "pass_lean_combine"
+                    patch["one_pass_reductions_lean_combine"] = arm in (
+                        "pass_lean_combine",
+                        LEAN_EVERYWHERE,
                     )
-                    with config.patch(patch):
+                    everywhere = arm == LEAN_EVERYWHERE
+                    with (
+                        config.patch(patch),
+                        _lean_everywhere() if everywhere else contextlib.nullcontext(),
+                    ):
                         c = torch.compile(arm_fn, dynamic=False)
-                        _, codes = run_and_get_code(c, *inputs)
+                        # Not run_and_get_code: it resets Dynamo, which
+                        # would drop the arms compiled before this one.
+                        codes: list[str] = []
+                        with mock.patch.object(
+                            GraphLowering, "save_output_code", codes.append
+                        ):
+                            c(*inputs)
                     code = "\n".join(codes)
                     case[f"{arm}_lean_in_code"] = "online_softmax_combine_lean(" in code
                     case[f"{arm}_code_sha"] = code_sha(codes)
@@ -296,18 +331,23 @@ def main() -> None:
     parser.add_argument("--dtypes", default="bfloat16")
     parser.add_argument("--hand", action="store_true")
     parser.add_argument("--inductor", action="store_true")
+    parser.add_argument("--ops", default="softmax,log_softmax,cross_entropy")
     parser.add_argument(
         "--arms",
         default=",".join(ARMS),
-        help="the --inductor arms this process times (one per process gives "
-        "each arm a process of its own)",
+        help=f"the --inductor arms to time, of {', '.join(ARMS)} and {LEAN_EVERYWHERE}",
     )
     args = parser.parse_args()
     shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
     if args.hand:
         hand(shapes)
     if args.inductor:
-        inductor(shapes, args.dtypes.split(","), tuple(args.arms.split(",")))
+        inductor(
+            shapes,
+            args.dtypes.split(","),
+            tuple(args.arms.split(",")),
+            tuple(args.ops.split(",")),
+        )
 
 
 if __name__ == "__main__":

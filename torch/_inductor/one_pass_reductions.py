@@ -196,25 +196,18 @@ def with_exp_form(
 
 
 def uses_lean_combine(decision: Decision, allowed: bool) -> bool:
-    """Whether a looped kernel the pass configures folds each element into
-    its online softmax's running max and sum with the lean helper
-    (``triton_helpers.online_softmax_combine_lean``) rather than upstream's
-    ``online_softmax_combine``.  Both give the same max and sum wherever
-    the row has a finite value; see the helper for the row of ``-inf``.
+    """Whether a looped online softmax the pass configures folds each
+    element in with ``triton_helpers.online_softmax_combine_lean`` (the
+    same max and sum wherever the row has a finite value) rather than
+    upstream's ``online_softmax_combine``.
 
-    Why: with the approximate exp that loop is bound by instructions, not
-    memory, and upstream's helper spends most of them on its NaN-propagating
-    max (a compare, a NaN test and a select) and on a guard per scale.  A
-    copy of Inductor's cross-entropy logsumexp kernel at 2048 x 50257
-    bfloat16 (2048 elements a step, 16 warps) took 135.5 us with upstream's
-    helper and 105.7 us with a plain max and no guards, against 87.5 us for
-    a pure read of the rows (H100,
-    benchmarks/results/reductions_h100_lean_combine.md).  Compiled, it took
-    cross-entropy's forward from 138-149 us to 118-129 us at 2048 x 50257
-    and 1046 x 128256, and the softmax in the wide loop at 1046 x 128256
-    from 271 to 258 us.  Not in upstream's loop of a kernel that reads its
-    row again (a softmax or log-softmax at 50257, :func:`with_exp_form`):
-    there it was 2-3% slower.  ``allowed`` is
+    Why: with the approximate exp that loop is bound by instructions, most
+    of them spent on upstream's NaN-propagating max and its guard per
+    scale.  Cross-entropy's forward at 50257-262144 went from 139-151 us
+    to 118-129 us, a softmax in the wide loop gained 1-5%; but an online
+    softmax that reads its row again in upstream's loop (a softmax at
+    50257) was 2.5-3.5% slower with it, so it keeps upstream's (H100,
+    benchmarks/results/reductions_h100_lean_combine.md).  ``allowed`` is
     ``config.one_pass_reductions_lean_combine``.
     """
     if not (allowed and decision.online and decision.loop_block is not None):
