@@ -222,6 +222,8 @@ ARMS = ("default", "pass_upstream_combine", "pass_lean_combine")
 # leaves it out (an online softmax that reads its row again in upstream's
 # loop), its rule replaced by module attribute (the pass calls it so).
 LEAN_EVERYWHERE = "pass_lean_everywhere"
+# The --loop override's BLOCKxWARPS, for the result's name.
+LOOP = ""
 
 
 @contextlib.contextmanager
@@ -307,7 +309,8 @@ def inductor(
                 for arm in arms:
                     case[f"{arm}_us"] = statistics.median(times[arm])
                 results.append(case)
-                name = f"lean_combine_inductor_{'-'.join(arms)}.json"
+                loop = f"_loop{LOOP}" if LOOP else ""
+                name = f"lean_combine_inductor_{'-'.join(arms)}{loop}.json"
                 with open(f"{OUT}/{name}", "w") as fh:
                     json.dump(results, fh, indent=1)
                 bytes_us = (
@@ -333,12 +336,26 @@ def main() -> None:
     parser.add_argument("--inductor", action="store_true")
     parser.add_argument("--ops", default="softmax,log_softmax,cross_entropy")
     parser.add_argument(
+        "--loop",
+        default="",
+        help="BLOCKxWARPS: the pass's looped kernels get this block and warps "
+        "instead of its own (reductions_loop_configs' override of its hook)",
+    )
+    parser.add_argument(
         "--arms",
         default=",".join(ARMS),
         help=f"the --inductor arms to time, of {', '.join(ARMS)} and {LEAN_EVERYWHERE}",
     )
     args = parser.parse_args()
     shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
+    if args.loop:
+        import reductions_loop_configs as loop_configs
+
+        global LOOP
+        LOOP = args.loop
+        block, warps = map(int, args.loop.split("x"))
+        loop_configs._wrap_hook()
+        loop_configs.OVERRIDE.update({"R0_BLOCK": block, "num_warps": warps})
     if args.hand:
         hand(shapes)
     if args.inductor:

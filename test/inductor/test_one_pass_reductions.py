@@ -308,19 +308,31 @@ class TestDecision(TestCase):
         self.assertEqual(kept.reason, Reason.ONE_PASS_TOO_FEW_ROWS)
         self.assertFalse(opr.uses_fast_exp(kept, 2, True))
 
-    def test_an_online_softmax_kept_in_upstreams_loop_gets_the_approximate_exp(self):
+    def test_an_online_softmax_left_to_upstream_is_taken_with_the_approximate_exp(
+        self,
+    ):
         def form(decision, element_bytes=2, allowed=True):
             return opr.with_exp_form(decision, element_bytes, allowed, 132)
 
+        # A softmax at 50257 reads its row twice: the wide loop at 4096.
         kept = self.decide(row=50257, online=True)
         self.assertIsNone(kept.loop_block)
         taken = form(kept)
         self.assertEqual(
             (taken.loop_block, taken.loop_warps, taken.fast_exp, taken.upstream_loop),
+            (4096, opr.MAX_WARPS, True, False),
+        )
+        # A logsumexp read once (cross-entropy's forward): upstream's loop.
+        read_once = form(self.decide(row=131072, phases=1, online=True))
+        self.assertEqual(
+            (
+                read_once.loop_block,
+                read_once.loop_warps,
+                read_once.fast_exp,
+                read_once.upstream_loop,
+            ),
             (opr.UPSTREAM_LOOP_BLOCK, opr.UPSTREAM_LOOP_WARPS, True, True),
         )
-        # A logsumexp read once (cross-entropy's forward) likewise.
-        self.assertTrue(form(self.decide(row=131072, phases=1, online=True)).fast_exp)
         # Counterfactuals: float32 rows, the option off, fewer rows than
         # multiprocessors (upstream splits the row), no online softmax (a
         # one-read backward), a second row-long input: upstream's kernel.
@@ -348,12 +360,11 @@ class TestDecision(TestCase):
         self.assertEqual(wide.loop_block, 8192)
         self.assertTrue(opr.uses_lean_combine(upstream_loop, True))
         self.assertTrue(opr.uses_lean_combine(wide, True))
-        # Counterfactuals: the option off, a softmax that reads its row again
-        # in upstream's loop, on chip (no loop, no combine), a loop without an
-        # online softmax, a kernel left in upstream's own configuration.
+        # Counterfactuals: the option off, on chip (no loop, no combine), a
+        # loop without an online softmax, a kernel left in upstream's own
+        # configuration.
         self.assertFalse(opr.uses_lean_combine(wide, False))
         for decision in (
-            opr.with_exp_form(kept, 2, True, 132),
             self.decide(online=True),
             self.decide(row=65536),
             kept,
@@ -690,30 +701,56 @@ class TestCuda(TestCase):
                 self.assertNotIn("True", helpers)
                 self.assertTrue(all("exp" not in r["args"] for r in remarks))
 
-    def test_an_online_softmax_too_long_keeps_upstreams_loop_with_the_fast_exp(self):
+    def test_online_softmaxes_too_long_for_upstream_get_the_fast_exp(self):
         x = torch.randn(264, 50257, device="cuda", dtype=torch.bfloat16) * 8
+        target = torch.randint(0, 50257, (264,), device="cuda")
 
-        def fn(t):
+        def softmax(t):
             return torch.softmax(t, -1)
 
-        out, code, remarks = self.compile(fn, x, one_pass_reductions=True)
-        self.assertEqual(out, fn(x), atol=2e-3, rtol=2e-2)
+        def cross_entropy(t):
+            return F.cross_entropy(t, target)
+
+        def helpers_fast_math(code):
+            # the use_fast_math argument the online-softmax helpers get
+            return set(re.findall(r"online_softmax_\w+\([^)]*?(True|False)", code))
+
+        # A softmax (its row read twice): the wide loop at 4096, 32 warps.
+        out, code, remarks = self.compile(softmax, x, one_pass_reductions=True)
+        self.assertEqual(out, softmax(x), atol=2e-3, rtol=2e-2)
         (remark,) = remarks
         self.assertEqual(remark["reason"], "one_pass_row_too_long")
+        self.assertEqual(
+            (remark["args"]["loop_block"], remark["args"]["loop_warps"]), (4096, 32)
+        )
         self.assertEqual(remark["args"]["exp"], "approximate")
-        self.assertTrue(remark["args"]["upstream_loop"])
-        self.assertIn("triton_heuristics.fixed_config", code)
-        self.assertIn(f"'R0_BLOCK': {opr.UPSTREAM_LOOP_BLOCK}, 'num_warps': 16", code)
+        self.assertIn("'R0_BLOCK': 4096, 'num_warps': 32", code)
         self.assertIn("tl_math.exp(", code)
         self.assertNotIn("libdevice.exp(", code)
-        # Counterfactual: the option off, upstream's kernel as it was.
-        out, code, remarks = self.compile(
-            fn, x, one_pass_reductions=True, one_pass_reductions_fast_exp=False
-        )
-        self.assertEqual(out, fn(x), atol=2e-3, rtol=2e-2)
-        self.assertNotIn("upstream_loop", remarks[0]["args"])
-        self.assertNotIn("triton_heuristics.fixed_config", code)
-        self.assertIn("libdevice.exp(", code)
+        # Cross-entropy's logsumexp (read once): upstream's loop, fixed.
+        out, code, remarks = self.compile(cross_entropy, x, one_pass_reductions=True)
+        self.assertEqual(out, cross_entropy(x), atol=2e-2, rtol=2e-2)
+        looped = [r for r in remarks if r["args"].get("upstream_loop")]
+        self.assertEqual(len(looped), 1)
+        self.assertEqual(looped[0]["args"]["exp"], "approximate")
+        self.assertIn(f"'R0_BLOCK': {opr.UPSTREAM_LOOP_BLOCK}, 'num_warps': 16", code)
+        self.assertEqual(helpers_fast_math(code), {"True"})
+        # Counterfactual: the option off, upstream's kernels as they were.
+        for fn in (softmax, cross_entropy):
+            with self.subTest(fn=fn.__name__):
+                out, code, remarks = self.compile(
+                    fn, x, one_pass_reductions=True, one_pass_reductions_fast_exp=False
+                )
+                self.assertEqual(out, fn(x), atol=2e-2, rtol=2e-2)
+                self.assertTrue(
+                    all(
+                        "upstream_loop" not in r["args"]
+                        and "loop_block" not in r["args"]
+                        for r in remarks
+                    )
+                )
+                self.assertNotIn("triton_heuristics.fixed_config", code)
+                self.assertEqual(helpers_fast_math(code), {"False"})
 
     def test_a_looped_online_softmax_combines_with_the_lean_helper(self):
         # In the wide loop (softmax, log-softmax at 131072) and in upstream's
@@ -760,13 +797,6 @@ class TestCuda(TestCase):
                 torch.testing.assert_close(
                     out[rows], fn(x)[rows], atol=2e-2, rtol=2e-2, equal_nan=True
                 )
-        # Counterfactual: a softmax that reads its row again in upstream's
-        # loop (a row of 50257) keeps upstream's helper.
-        y = torch.randn(264, 50257, device="cuda", dtype=torch.bfloat16)
-        _, code, remarks = self.compile(cases["softmax"], y, one_pass_reductions=True)
-        self.assertTrue(remarks[0]["args"]["upstream_loop"])
-        self.assertIn("triton_helpers.online_softmax_combine(", code)
-        self.assertNotIn("online_softmax_combine_lean", code)
 
     def test_each_missed_reason_and_its_counterfactual(self):
         def softmax_last(t):

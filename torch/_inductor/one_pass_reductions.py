@@ -163,20 +163,28 @@ def with_exp_form(
 ) -> Decision:
     """``decision`` with its choice of exp (:func:`uses_fast_exp`), and
     one more kernel taken for it: an online softmax or logsumexp of one
-    row-long input whose row is too long for a block, which keeps
-    upstream's loop (:data:`UPSTREAM_LOOP_BLOCK` elements a step,
-    :data:`UPSTREAM_LOOP_WARPS` warps) but with the approximate exp.
+    row-long input whose row is too long for a block and left to upstream
+    by :func:`loop_block_for_row` (a long tail at 8192, as 50257 has).
+    With the approximate exp it is taken after all: a softmax or
+    log-softmax, which reads its row again, into the wide loop at 4096
+    elements a step with :data:`MAX_WARPS` warps; a logsumexp read once
+    (cross-entropy's forward) into upstream's own loop
+    (:data:`UPSTREAM_LOOP_BLOCK` elements a step,
+    :data:`UPSTREAM_LOOP_WARPS` warps), fixed.
 
-    Why: its loop rescales the running sum with two exps per element and is
-    compute-bound; upstream's loop with the approximate exp was 1.09x
-    faster for a bfloat16 softmax at 2670 x 50257 and 1.21x for
-    cross-entropy's forward (benchmarks/results/reductions_h100_fast_exp.md),
-    where no wider step beat upstream's.  Not with fewer rows than
-    multiprocessors, where upstream splits the row instead.
+    Why: their loops rescale the running sum with two exps per element and
+    are compute-bound.  With the approximate exp and the lean combine
+    (:func:`uses_lean_combine`), a bfloat16 softmax at 2048 x 50257 took
+    256 us at 4096 and 32 warps, 280 us in upstream's loop and 306 us in
+    upstream's kernel; log-softmax 245, 277 and 279 us; cross-entropy's
+    forward 118 us in upstream's loop, 133 at 4096 and 32 warps, 178 in
+    upstream's kernel (benchmarks/results/reductions_h100_lean_combine.md).
+    Not with fewer rows than multiprocessors, where upstream splits the row
+    instead.
     """
     if uses_fast_exp(decision, element_bytes, allowed):
         return dataclasses.replace(decision, fast_exp=True)
-    if (
+    if not (
         allowed
         and element_bytes <= 2
         and decision.reason == Reason.ONE_PASS_ROW_TOO_LONG
@@ -185,14 +193,18 @@ def with_exp_form(
         and decision.rows is not None
         and decision.rows >= multiprocessors
     ):
+        return decision
+    if (decision.memory_passes or decision.phases) > 1:
         return dataclasses.replace(
-            decision,
-            loop_block=UPSTREAM_LOOP_BLOCK,
-            loop_warps=UPSTREAM_LOOP_WARPS,
-            fast_exp=True,
-            upstream_loop=True,
+            decision, loop_block=LOOP_BLOCKS[-1], loop_warps=MAX_WARPS, fast_exp=True
         )
-    return decision
+    return dataclasses.replace(
+        decision,
+        loop_block=UPSTREAM_LOOP_BLOCK,
+        loop_warps=UPSTREAM_LOOP_WARPS,
+        fast_exp=True,
+        upstream_loop=True,
+    )
 
 
 def uses_lean_combine(decision: Decision, allowed: bool) -> bool:
@@ -204,16 +216,13 @@ def uses_lean_combine(decision: Decision, allowed: bool) -> bool:
     Why: with the approximate exp that loop is bound by instructions, most
     of them spent on upstream's NaN-propagating max and its guard per
     scale.  Cross-entropy's forward at 50257-262144 went from 139-151 us
-    to 118-129 us, a softmax in the wide loop gained 1-5%; but an online
-    softmax that reads its row again in upstream's loop (a softmax at
-    50257) was 2.5-3.5% slower with it, so it keeps upstream's (H100,
-    benchmarks/results/reductions_h100_lean_combine.md).  ``allowed`` is
-    ``config.one_pass_reductions_lean_combine``.
+    to 118-129 us, a softmax in the wide loop gained 1-5% (H100,
+    benchmarks/results/reductions_h100_lean_combine.md).  A softmax that
+    reads its row again in upstream's loop of 2048 elements was 2.5-3.5%
+    slower with it, but no such kernel is left (:func:`with_exp_form`).
+    ``allowed`` is ``config.one_pass_reductions_lean_combine``.
     """
-    if not (allowed and decision.online and decision.loop_block is not None):
-        return False
-    reads = decision.memory_passes or decision.phases
-    return not (decision.upstream_loop and reads > 1)
+    return allowed and decision.online and decision.loop_block is not None
 
 
 def online_softmax_combine_helper(kernel: Any) -> str:
