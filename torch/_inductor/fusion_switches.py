@@ -99,6 +99,7 @@ FORK_MODULES: tuple[str, ...] = (
     "torch._inductor.fx_fusion",
     "torch._inductor.launch_bound_combo",
     "torch._inductor.one_pass_reductions",
+    "torch._inductor.one_pass_reduction_remarks",
     "torch._inductor.release_compat",
 )
 

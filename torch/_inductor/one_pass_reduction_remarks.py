@@ -1,0 +1,106 @@
+"""The remarks of the one-pass reductions pass (``one_pass_reductions``).
+
+Why apart: the pass decides, this module says what it decided, in the
+remark data model (``fusion_remarks.model``): ``fused`` with
+``one_pass_row_on_chip``, or ``missed`` with the reason the row stays in
+several passes, with the decision's numbers as ``args`` and a sentence as
+``detail``.  Nothing here runs while no recorder listens.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .fusion_remarks import hooks as fusion_hooks, recorder as fusion_recorder
+from .fusion_remarks.model import Remark
+from .fusion_remarks.taxonomy import Kind, Reason, Stage
+
+
+if TYPE_CHECKING:
+    from .one_pass_reductions import Decision
+    from .scheduler import BaseSchedulerNode
+
+
+def record(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
+    """Record ``decision`` on the kernel of ``nodes`` as a remark of stage
+    ``one_pass_reduction`` (nothing is built while no recorder listens)."""
+    if not fusion_recorder.is_enabled():
+        return
+    names = tuple(n.get_name() for n in nodes)
+    args = {
+        "phases": decision.phases,
+        "row": decision.row,
+        "rows": decision.rows,
+    }
+    if decision.row_inputs > 1:
+        args["row_inputs"] = decision.row_inputs
+    inputs = (
+        f" times {decision.row_inputs} row-long inputs"
+        if decision.row_inputs > 1
+        else ""
+    )
+    if decision.online:
+        args["online_softmax"] = True
+    plural = "es" if decision.phases > 1 else ""
+    passes = f"{decision.phases} pass{plural}" + (
+        " and online softmax rescaling" if decision.online else ""
+    )
+    if decision.memory_passes is not None and decision.memory_passes != decision.phases:
+        args["memory_passes"] = decision.memory_passes
+        passes += f" ({decision.memory_passes} reading the row from memory)"
+    if decision.fused:
+        args["num_warps"] = decision.num_warps
+        detail = (
+            f"{passes} over each row of {decision.row} elements{inputs} made "
+            f"one plain pass: the row is held in the registers of one block "
+            f"of {decision.num_warps} warps"
+        )
+    elif decision.reason == Reason.ONE_PASS_ROW_TOO_LONG:
+        args["limit"] = decision.limit
+        detail = (
+            f"a row of {decision.row} elements{inputs} is more than one block "
+            f"holds in registers ({decision.limit}): {passes} kept"
+        )
+        if decision.upstream_loop:
+            args["upstream_loop"] = True
+            detail += (
+                f", in upstream's loop of {decision.loop_block} elements a "
+                f"step, {decision.loop_warps} warps"
+            )
+        elif decision.loop_block is not None:
+            args["loop_block"] = decision.loop_block
+            args["loop_warps"] = decision.loop_warps
+            detail += (
+                f", one row per block of {decision.loop_warps} warps in steps of "
+                f"{decision.loop_block} elements so that re-reads come from L2"
+            )
+    elif decision.reason == Reason.ONE_PASS_TOO_FEW_ROWS:
+        args["multiprocessors"] = decision.limit
+        detail = (
+            f"{decision.rows} rows for {decision.limit} multiprocessors: one "
+            f"block per row would leave most idle; {passes} kept"
+        )
+    elif decision.reason == Reason.ONE_PASS_DYNAMIC_ROW:
+        detail = f"the row length is not static: {passes} kept"
+    else:
+        detail = (
+            "the reduced dim is not the contiguous innermost one, or the "
+            f"kernel is tiled: {passes} kept"
+        )
+    if decision.fast_exp:
+        args["exp"] = "approximate"
+        detail += "; exp in its approximate form (16-bit inputs)"
+    if decision.lean_combine:
+        args["online_combine"] = "lean"
+        detail += "; the online softmax's lean combine"
+    fusion_hooks.record_pass_remark(
+        Remark(
+            Kind.FUSED if decision.fused else Kind.MISSED,
+            decision.reason,
+            Stage.ONE_PASS_REDUCTION,
+            nodes=names,
+            ops=fusion_hooks.origin_names(nodes),
+            args=args,
+            detail=detail,
+        )
+    )
