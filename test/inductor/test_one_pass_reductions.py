@@ -3,14 +3,20 @@
 
 On the CPU: the phases of real fused scheduler nodes (softmax, two-pass
 softmax, layer norm, a plain sum), the pure decision, the warps per row, the
-config check, and that the pass leaves C++ code alone.  On CUDA (skipped
+config check, that the pass leaves C++ code alone, and the lean online-softmax
+combine against upstream's under Triton's interpreter.  On CUDA (skipped
 without a GPU): every reason code made to fire by a real compile and gone
 under the counterfactual config, the generated kernel's form, and results
 equal to eager.  Bandwidth is measured by benchmarks/fusion/reductions.py,
 not here.
 """
 
+import importlib.util
+import json
+import math
+import os
 import re
+import subprocess
 import sys
 import unittest
 from pathlib import Path
@@ -466,6 +472,74 @@ class TestDecision(TestCase):
                     ValueError, "one_pass_reductions_elements_per_thread"
                 ):
                     opr.check_config()
+
+
+# Run under Triton's interpreter (TRITON_INTERPRET=1, read when triton_helpers'
+# functions are decorated, so in a process of its own): upstream's and the lean
+# combine of each pair of special values, one per lane.
+_COMBINE_BOTH = """
+import inspect, json, math
+import torch, triton, triton.language as tl
+from torch._inductor.runtime import triton_helpers as th
+
+# 2.14 adds a strict_signed_zero argument to both helpers.
+EXTRA = len(inspect.signature(th.online_softmax_combine.fn).parameters) == 5
+
+@triton.jit
+def both(lm, ls, r, m1, s1, m2, s2, N: tl.constexpr, EXTRA: tl.constexpr):
+    i = tl.arange(0, N)
+    a, b, c = tl.load(lm + i), tl.load(ls + i), tl.load(r + i)
+    if EXTRA:
+        x1, y1 = th.online_softmax_combine(a, b, c, FAST, False)
+        x2, y2 = th.online_softmax_combine_lean(a, b, c, FAST, False)
+    else:
+        x1, y1 = th.online_softmax_combine(a, b, c, FAST)
+        x2, y2 = th.online_softmax_combine_lean(a, b, c, FAST)
+    tl.store(m1 + i, x1); tl.store(s1 + i, y1)
+    tl.store(m2 + i, x2); tl.store(s2 + i, y2)
+
+inf = math.inf
+values = [-inf, -30.0, -3.0, 0.0, 2.5, 80.0, inf, math.nan]
+pairs = [(a, b) for a in values for b in values]
+n = 64
+lhs_max = torch.tensor([a for a, _ in pairs])
+lhs_sum = torch.tensor([0.0 if a == -inf else 1.5 for a, _ in pairs])
+rhs = torch.tensor([b for _, b in pairs])
+out = [torch.empty(n) for _ in range(4)]
+both[(1,)](lhs_max, lhs_sum, rhs, *out, N=n, EXTRA=EXTRA)
+print(json.dumps([pairs, [o.tolist() for o in out]]))
+"""
+
+
+@unittest.skipIf(importlib.util.find_spec("triton") is None, "needs triton")
+class TestLeanCombine(TestCase):
+    def combine_both(self, fast):
+        env = {**os.environ, "TRITON_INTERPRET": "1"}
+        code = _COMBINE_BOTH.replace("FAST", str(fast))
+        run = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True
+        )
+        self.assertEqual(run.returncode, 0, run.stderr[-2000:])
+        pairs, (max1, sum1, max2, sum2) = json.loads(run.stdout.splitlines()[-1])
+        return pairs, max1, sum1, max2, sum2
+
+    def test_the_lean_combine_equals_upstreams_but_on_rows_of_minus_inf(self):
+        def same(a, b):
+            return (math.isnan(a) and math.isnan(b)) or a == b
+
+        # The approximate exp only: the interpreter has no libdevice; the
+        # helpers differ in nothing else with the accurate one.
+        pairs, max1, sum1, max2, sum2 = self.combine_both(fast=True)
+        for j, (lhs, rhs) in enumerate(pairs):
+            with self.subTest(lhs=lhs, rhs=rhs):
+                self.assertTrue(same(max1[j], max2[j]), (max1[j], max2[j]))
+                if lhs == rhs == -math.inf:
+                    # Nothing finite yet: upstream counts, the lean sum
+                    # stays 0; the final reduction makes both rows NaN
+                    # (softmax) or -inf (logsumexp).
+                    self.assertEqual((sum1[j], sum2[j]), (1.0, 0.0))
+                else:
+                    self.assertTrue(same(sum1[j], sum2[j]), (sum1[j], sum2[j]))
 
 
 class TestRobust(TestCase):
