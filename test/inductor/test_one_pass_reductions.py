@@ -279,8 +279,12 @@ class TestDecision(TestCase):
         self.assertEqual(self.decide(row=32769, row_inputs=2).loop_block, 4096)
 
     def test_rows_of_four_byte_elements_at_copy_speed_keep_upstreams_loop(self):
-        self.assertIsNone(self.decide(row=4096, element_bytes=4))
-        self.assertIsNone(self.decide(row=16384, element_bytes=8))
+        for row, element_bytes in ((4096, 4), (16384, 8)):
+            kept = self.decide(row=row, element_bytes=element_bytes)
+            self.assertEqual(kept.reason, Reason.ONE_PASS_ROW_AT_COPY_SPEED)
+            self.assertFalse(kept.fused)
+            self.assertIsNone(kept.loop_block)
+            self.assertFalse(opr.uses_fast_exp(kept, element_bytes, True))
         # Counterfactuals: a longer row, two-byte elements, a kernel that
         # gathers per element (which upstream's loop repeats every pass).
         self.assertEqual(self.decide(row=32768, element_bytes=4).num_warps, 32)
@@ -297,7 +301,9 @@ class TestDecision(TestCase):
         # cross-entropy backward was 18% slower on chip, at 16 or fewer
         # 1.03-1.28x faster.
         self.assertEqual(self.decide(row=16384, memory_passes=1).num_warps, 16)
-        self.assertIsNone(self.decide(row=32000, memory_passes=1))
+        kept = self.decide(row=32000, memory_passes=1)
+        self.assertEqual(kept.reason, Reason.ONE_PASS_ROW_READ_ONCE)
+        self.assertEqual((kept.fused, kept.loop_block, kept.limit), (False, None, 32))
         # Counterfactuals: a re-read to save, or an online softmax.
         self.assertEqual(self.decide(row=32000, memory_passes=2).num_warps, 32)
         self.assertTrue(self.decide(row=32000, memory_passes=1, online=True).fused)
@@ -445,6 +451,8 @@ class TestDecision(TestCase):
             ({"rows": 131}, Reason.ONE_PASS_TOO_FEW_ROWS),
             ({"row": 16384, "row_inputs": 3}, Reason.ONE_PASS_ROW_TOO_LONG),
             ({"phases": 1, "online": True}, Reason.ONE_PASS_ROW_ON_CHIP),
+            ({"element_bytes": 4}, Reason.ONE_PASS_ROW_AT_COPY_SPEED),
+            ({"row": 32000, "memory_passes": 1}, Reason.ONE_PASS_ROW_READ_ONCE),
         ]
         for overrides, reason in cases:
             with self.subTest(**{k: str(v) for k, v in overrides.items()}):
@@ -886,6 +894,10 @@ class TestCuda(TestCase):
                 {"one_pass_reductions_elements_per_thread": 64},
             ),
             (Reason.ONE_PASS_TOO_FEW_ROWS, softmax_last, (8, 4096), {}, None),
+            # float32 rows of 4096: upstream's loop is at copy speed (the
+            # counterfactual, bfloat16 rows of 4096 on chip, is
+            # test_softmax_row_goes_on_chip_and_equals_eager).
+            (Reason.ONE_PASS_ROW_AT_COPY_SPEED, softmax_last, (512, 4096), {}, None),
         ]
         for reason, fn, shape, patch, fix in cases:
             with self.subTest(reason=reason.value):
@@ -953,7 +965,11 @@ class TestCuda(TestCase):
 
                 got, code, remarks = self.compile(step32, x32, one_pass_reductions=True)
                 self.assertEqual(got, step32(x32), atol=1e-4, rtol=1e-3)
-                self.assertEqual(remarks, [])
+                self.assertGreaterEqual(len(remarks), 1)
+                self.assertEqual(
+                    {(r["reason"], r["kind"]) for r in remarks},
+                    {("one_pass_row_at_copy_speed", "missed")},
+                )
                 self.assertNotIn("triton_heuristics.fixed_config", code)
                 # Counterfactual: off, every kernel loops over its row.
                 _, code, remarks = self.compile(step, x, one_pass_reductions=False)
@@ -1000,8 +1016,8 @@ class TestCuda(TestCase):
     def test_a_backward_reading_its_row_once_needs_a_block_of_fewer_warps(self):
         """A cross-entropy backward reads its row once: at 16384 (16 warps)
         it goes on chip; at 32000 (32 warps, alone on its SM) it keeps
-        upstream's loop and gets no remark, while its forward's online
-        logsumexp still goes on chip."""
+        upstream's loop (``one_pass_row_read_once``), while its forward's
+        online logsumexp still goes on chip."""
         for row, on_chip in ((16384, True), (32000, False)):
             with self.subTest(row=row):
                 x = torch.randn(
@@ -1020,10 +1036,14 @@ class TestCuda(TestCase):
                     if r["args"].get("memory_passes") == 1
                     and not r["args"].get("online_softmax")
                 ]
-                self.assertEqual(len(one_read), int(on_chip), str(remarks))
+                self.assertEqual(len(one_read), 1, str(remarks))
                 if on_chip:
                     self.assertEqual(one_read[0]["reason"], "one_pass_row_on_chip")
                     self.assertEqual(one_read[0]["args"]["num_warps"], 16)
+                else:
+                    self.assertEqual(one_read[0]["reason"], "one_pass_row_read_once")
+                    self.assertEqual(one_read[0]["kind"], "missed")
+                    self.assertEqual(one_read[0]["args"]["num_warps_on_chip"], 32)
                 online = [r for r in remarks if r["args"].get("online_softmax")]
                 self.assertEqual(
                     [r["reason"] for r in online], ["one_pass_row_on_chip"]

@@ -80,6 +80,20 @@ def record(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
             f"{decision.rows} rows for {decision.limit} multiprocessors: one "
             f"block per row would leave most idle; {passes} kept"
         )
+    elif decision.reason == Reason.ONE_PASS_ROW_AT_COPY_SPEED:
+        args["limit"] = decision.limit
+        detail = (
+            f"a row of {decision.row} elements of 4 bytes or more (at most "
+            f"{decision.limit}): upstream's loop is at a copy's speed there; "
+            f"{passes} kept"
+        )
+    elif decision.reason == Reason.ONE_PASS_ROW_READ_ONCE:
+        args["num_warps_on_chip"] = decision.limit
+        detail = (
+            f"the kernel reads its row of {decision.row} elements{inputs} from "
+            f"memory once; on chip it would take a block of {decision.limit} "
+            f"warps alone on its multiprocessor: {passes} kept in upstream's loop"
+        )
     elif decision.reason == Reason.ONE_PASS_DYNAMIC_ROW:
         detail = f"the row length is not static: {passes} kept"
     else:

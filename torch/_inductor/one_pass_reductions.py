@@ -408,7 +408,8 @@ def decide(
     gathers: bool = False,
 ) -> Decision | None:
     """The pure decision for a reduction kernel; ``None`` when the kernel
-    makes one pass and there is nothing to decide.
+    makes one pass and there is nothing to decide.  Every kernel it keeps
+    in upstream's form gets a decision whose reason says why.
 
     ``inner``: the rows are the contiguous, innermost dim and the kernel
     has no other tiling; ``row``/``rows``: the static row length and row
@@ -419,11 +420,12 @@ def decide(
     one pass; ``memory_passes``: how many of the phases read the row from
     memory (:func:`memory_passes`; ``phases`` when not given).  A kernel
     that reads its row once is held on chip only in a block of fewer than
-    :data:`MAX_WARPS` warps, and is never looped in wide steps.
+    :data:`MAX_WARPS` warps (else ``one_pass_row_read_once``), and is never
+    looped in wide steps.
     ``element_bytes``: the smallest element size of the row-long inputs; a
     row of at most :data:`WIDE_ELEMENT_ROW_LIMIT` elements of 4 bytes or
-    more keeps upstream's loop (``None``), unless the kernel ``gathers``
-    from another buffer (:func:`_gathers`).
+    more keeps upstream's loop (``one_pass_row_at_copy_speed``), unless the
+    kernel ``gathers`` from another buffer (:func:`_gathers`).
 
     A row whose inputs do not fit in registers is missed with
     ``one_pass_row_too_long``; where there are rows enough to fill the GPU
@@ -479,7 +481,15 @@ def decide(
             memory_passes=memory_passes,
         )
     if element_bytes >= 4 and row <= WIDE_ELEMENT_ROW_LIMIT and not gathers:
-        return None
+        return Decision(
+            Reason.ONE_PASS_ROW_AT_COPY_SPEED,
+            phases,
+            row,
+            rows,
+            limit=WIDE_ELEMENT_ROW_LIMIT,
+            online=online,
+            memory_passes=memory_passes,
+        )
     num_warps = warps_for_row(row * row_inputs, elements_per_thread)
     if (
         memory_passes is not None
@@ -492,7 +502,15 @@ def decide(
         # (no second block's loads to overlap), does not pay for.  A
         # cross-entropy backward at 8192 x 32000 was 390 -> 460 us on chip;
         # at rows of 4096-16384 (at most 16 warps) it gains 1.03-1.28x.
-        return None
+        return Decision(
+            Reason.ONE_PASS_ROW_READ_ONCE,
+            phases,
+            row,
+            rows,
+            limit=num_warps,
+            row_inputs=row_inputs,
+            memory_passes=memory_passes,
+        )
     return Decision(
         Reason.ONE_PASS_ROW_ON_CHIP,
         phases,

@@ -184,6 +184,8 @@ class Reason(str, enum.Enum):
     ONE_PASS_TOO_FEW_ROWS = "one_pass_too_few_rows"
     ONE_PASS_DYNAMIC_ROW = "one_pass_dynamic_row"
     ONE_PASS_ROWS_NOT_CONTIGUOUS = "one_pass_rows_not_contiguous"
+    ONE_PASS_ROW_AT_COPY_SPEED = "one_pass_row_at_copy_speed"
+    ONE_PASS_ROW_READ_ONCE = "one_pass_row_read_once"
 
     @property
     def category(self) -> Category:
@@ -578,6 +580,14 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     R.ONE_PASS_ROWS_NOT_CONTIGUOUS: (
         _B,
         "config.one_pass_reductions kept a softmax-class kernel's passes: the reduced dim is not the contiguous innermost one, or the kernel is tiled, and one block per row would read memory uncoalesced",
+    ),
+    R.ONE_PASS_ROW_AT_COPY_SPEED: (
+        _H,
+        "config.one_pass_reductions kept a softmax-class kernel's passes: its row is of 4-byte elements and at most 16384 long, where upstream's loop already runs at a copy's speed (its re-reads hit L2 and its arithmetic hides behind the loads) and a row held on chip was 1-3% slower",
+    ),
+    R.ONE_PASS_ROW_READ_ONCE: (
+        _H,
+        "config.one_pass_reductions kept a softmax-class kernel's loop: the kernel reads its row from memory once already, and holding it on chip would take a block of 32 warps alone on its multiprocessor, which saves less than it costs",
     ),
 }
 del R
