@@ -29,6 +29,27 @@ from torch._inductor.runtime import triton_helpers
 
 
 @triton.jit
+def _fold(in_ptr0, index, mask, _max, _sum, EVICT: tl.constexpr, HELPER: tl.constexpr):
+    """One block of the row loaded and folded into the running max and sum,
+    as the generated kernel's loop body does (``HELPER``, ``EVICT``: the
+    module's docstring)."""
+    if EVICT:
+        x = tl.load(in_ptr0 + index, mask, eviction_policy="evict_first", other=0.0).to(
+            tl.float32
+        )
+    else:
+        x = tl.load(in_ptr0 + index, mask, other=0.0).to(tl.float32)
+    if HELPER == 1:
+        mn, sn = triton_helpers.online_softmax_combine(_max, _sum, x, True)
+    elif HELPER == 2:
+        mn, sn = triton_helpers.online_softmax_combine_lean(_max, _sum, x, True)
+    else:
+        mn = tl.maximum(_max, x)
+        sn = _sum * tl.exp(_max - mn) + tl.exp(x - mn)
+    return tl.where(mask, mn, _max), tl.where(mask, sn, _sum)
+
+
+@triton.jit
 def k2d(
     in_ptr0,
     out_ptr0,
@@ -49,26 +70,9 @@ def k2d(
     for r0_offset in tl.range(0, r0_numel, R0_BLOCK):
         r0_index = r0_offset + r0_base
         r0_mask = r0_index < r0_numel
-        if EVICT:
-            tmp0 = tl.load(
-                in_ptr0 + (r0_index + r0_numel * x0),
-                r0_mask,
-                eviction_policy="evict_first",
-                other=0.0,
-            ).to(tl.float32)
-        else:
-            tmp0 = tl.load(in_ptr0 + (r0_index + r0_numel * x0), r0_mask, other=0.0).to(
-                tl.float32
-            )
-        if HELPER == 1:
-            mn, sn = triton_helpers.online_softmax_combine(_max, _sum, tmp0, True)
-        elif HELPER == 2:
-            mn, sn = triton_helpers.online_softmax_combine_lean(_max, _sum, tmp0, True)
-        else:
-            mn = tl.maximum(_max, tmp0)
-            sn = _sum * tl.exp(_max - mn) + tl.exp(tmp0 - mn)
-        _max = tl.where(r0_mask, mn, _max)
-        _sum = tl.where(r0_mask, sn, _sum)
+        _max, _sum = _fold(
+            in_ptr0, r0_index + r0_numel * x0, r0_mask, _max, _sum, EVICT, HELPER
+        )
     tmp3, tmp4 = triton_helpers.online_softmax_reduce(_max, _sum, 1, True)
     tl.store(out_ptr0 + (x0), tmp3[:, None], None)
     tl.store(out_ptr1 + (x0), tmp4[:, None], None)
@@ -92,26 +96,9 @@ def k1d(
     for r0_offset in tl.range(0, r0_numel, R0_BLOCK):
         r0_index = r0_offset + r0_base
         r0_mask = r0_index < r0_numel
-        if EVICT:
-            tmp0 = tl.load(
-                in_ptr0 + (r0_index + r0_numel * x0),
-                r0_mask,
-                eviction_policy="evict_first",
-                other=0.0,
-            ).to(tl.float32)
-        else:
-            tmp0 = tl.load(in_ptr0 + (r0_index + r0_numel * x0), r0_mask, other=0.0).to(
-                tl.float32
-            )
-        if HELPER == 1:
-            mn, sn = triton_helpers.online_softmax_combine(_max, _sum, tmp0, True)
-        elif HELPER == 2:
-            mn, sn = triton_helpers.online_softmax_combine_lean(_max, _sum, tmp0, True)
-        else:
-            mn = tl.maximum(_max, tmp0)
-            sn = _sum * tl.exp(_max - mn) + tl.exp(tmp0 - mn)
-        _max = tl.where(r0_mask, mn, _max)
-        _sum = tl.where(r0_mask, sn, _sum)
+        _max, _sum = _fold(
+            in_ptr0, r0_index + r0_numel * x0, r0_mask, _max, _sum, EVICT, HELPER
+        )
     tmp3, tmp4 = triton_helpers.online_softmax_reduce(_max, _sum, 0, True)
     tl.store(out_ptr0 + x0, tmp3)
     tl.store(out_ptr1 + x0, tmp4)
