@@ -4,12 +4,17 @@
 # STAGE: models (T5 at 2048 tokens, where its attention softmax rows leave
 # Inductor's persistent limit, with per-kernel GPU time), or sweep NAME (the
 # reductions.py sweep, default against the pass, under CUDA graphs, with the
-# remaining arguments, into $OUT/NAME.json and .md).
+# remaining arguments, into $OUT/NAME.json and .md), or vocabulary (the
+# issue's two vocabulary shapes, pass against default; the bounds of the forms
+# at 2048 x 50257: a pure read, two reads with no exp, the row forced on chip;
+# cross-entropy with its target logit picked out in the row's kernel).
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
+    export PYTHONPATH=/tmp/site
+fi
 python3 tools/fork.py run -- true > "$OUT/build.txt" 2>&1 || { cat "$OUT/build.txt"; exit 1; }
 stage=$1
 shift
@@ -30,8 +35,28 @@ sweep)
     tail -n 4 "$OUT/$name.txt"
     grep -c " us" "$OUT/$name.txt"
     ;;
+vocabulary)
+    for shape in 2048x50257 8192x128256; do
+        timeout 240 python3 tools/fork.py run -- python3 benchmarks/fusion/reductions.py \
+            --device cuda --cuda-graph --arms default,one_pass \
+            --ops softmax,log_softmax,cross_entropy --rows "${shape#*x}" \
+            --row-counts "${shape%x*}" --json "$OUT/vocabulary_$shape.json" \
+            >> "$OUT/vocabulary.txt" 2>&1
+    done
+    mkdir -p "$OUT/bounds" "$OUT/ce_target"
+    OUT="$OUT/bounds" timeout 150 python3 tools/fork.py run -- python3 \
+        benchmarks/fusion/reductions_on_chip_probe.py \
+        --ops softmax,amax,max_then_scale --shapes 2048x50257 \
+        --on-chip-warps 32 --on-chip-ept 64 --loops "" >> "$OUT/vocabulary.txt" 2>&1
+    OUT="$OUT/ce_target" timeout 200 python3 tools/fork.py run -- python3 \
+        benchmarks/fusion/reductions_on_chip_probe.py \
+        --ops cross_entropy,cross_entropy_target_in_row \
+        --shapes 65536x2048,32768x4096,16384x8192,8192x16384,4096x32768 \
+        --on-chip-warps "" --loops "" >> "$OUT/vocabulary.txt" 2>&1
+    grep -E " us|^\|" "$OUT/vocabulary.txt" | cut -c1-220 | tail -n 40
+    ;;
 *)
-    echo "unknown stage $stage: models or sweep NAME" >&2
+    echo "unknown stage $stage: models, sweep NAME or vocabulary" >&2
     exit 2
     ;;
 esac

@@ -14,7 +14,16 @@ override is ``reductions_loop_configs``' wrapper of the pass's own
 ``one_pass_reductions.triton_kernel_kwargs`` (the hook calls it by module
 attribute); nothing of upstream is replaced.
 ``amax`` (a row read once, nothing else) gives the read-only speed of
-Inductor's own reduction kernel at the same shape.
+Inductor's own reduction kernel at the same shape; ``max_then_scale`` (the
+row's max, then the row scaled by it: two reads and a write, no exp) the
+speed of a kernel of two passes over the row with nothing to compute; and
+``cross_entropy_target_in_row`` cross-entropy written so that each row's
+target logit is picked out in the row's own kernel (a sum over the row of
+the one element whose index is the target) instead of gathered by the
+loss's kernel after it, which is what upstream's decomposition does.
+``--on-chip-ept`` sets ``one_pass_reductions_elements_per_thread`` for the
+on-chip settings, so that a row the pass would loop over (50257 at 32) is
+held on chip (at 64: 32 warps of 64 elements a thread).
 
     python benchmarks/fusion/reductions_on_chip_probe.py \\
         --ops softmax,log_softmax --shapes 4096x32768   # $OUT/probe_on_chip.json
@@ -36,17 +45,27 @@ OUT = os.environ.get("OUT", "/tmp")
 
 
 def settings(
-    on_chip_warps: list[int], loops: list[tuple[int, int]], loop_ept: int
+    on_chip_warps: list[int],
+    loops: list[tuple[int, int]],
+    loop_ept: int,
+    on_chip_ept: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Upstream, the pass, the pass on chip at each of ``on_chip_warps``,
-    and the pass made to loop (``loop_ept`` elements per thread) at each
-    (R0_BLOCK, warps) of ``loops``."""
+    """Upstream, the pass, the pass on chip at each of ``on_chip_warps``
+    (at ``on_chip_ept`` elements per thread where given), and the pass made
+    to loop (``loop_ept`` elements per thread) at each (R0_BLOCK, warps) of
+    ``loops``."""
+    on_chip_extra = {} if on_chip_ept is None else {"ept": on_chip_ept}
     out: list[dict[str, Any]] = [
         {"name": "upstream", "on": False},
         {"name": "pass", "on": True},
     ]
     out += [
-        {"name": f"on_chip_{w}w", "on": True, "override": {"num_warps": w}}
+        {
+            "name": f"on_chip_{w}w",
+            "on": True,
+            "override": {"num_warps": w},
+            **on_chip_extra,
+        }
         for w in on_chip_warps
     ]
     out += [
@@ -100,7 +119,10 @@ def run(op: str, rows: int, row: int, dtype: str, setting: dict[str, Any]) -> An
         # a reduction that reads its row once and does nothing else: the
         # read-only speed of Inductor's own kernel (not the pass's business)
         "amax": lambda t, _: t.amax(-1),
+        "max_then_scale": lambda t, _: t * t.amax(-1, keepdim=True),
+        "cross_entropy_target_in_row": cross_entropy_target_in_row,
     }
+    reference = {"cross_entropy_target_in_row": ops["cross_entropy"]}.get(op, ops[op])
     fn = ops[op]
     x = torch.randn(rows, row, device="cuda", dtype=getattr(torch, dtype)) * 4
     target = torch.randint(0, row, (rows,), device="cuda")
@@ -124,7 +146,10 @@ def run(op: str, rows: int, row: int, dtype: str, setting: dict[str, Any]) -> An
             {"step": lambda: compiled(x, target)}, rounds=1, per_round=3
         )["step"]["kernels"]
     copy = triton.testing.do_bench_cudagraph(lambda: x.clone(), return_mode="median")
+    # against the op in eager float32 (cross-entropy for the target-in-row form)
+    diff = (compiled(x, target).float() - reference(x.float(), target).float()).abs()
     return {
+        "max_abs_diff": float(diff.max()),
         "kernel_us": {k["name"]: k["s"] * 1e6 for k in kernel_times},
         "op": op,
         "shape": [rows, row],
@@ -134,6 +159,19 @@ def run(op: str, rows: int, row: int, dtype: str, setting: dict[str, Any]) -> An
         "copy_us": copy * 1e3,
         "kernels": kernel_registers(before),
     }
+
+
+def cross_entropy_target_in_row(logits: Any, target: Any) -> Any:
+    """Mean cross-entropy, each row's target logit summed out of its row
+    (the one element whose column is the target), so that the row's kernel
+    yields it beside the logsumexp.  Targets are assumed valid (no
+    ``ignore_index``), as in the probe's inputs."""
+    import torch
+
+    x = logits.float()
+    columns = torch.arange(x.shape[-1], device=x.device)
+    picked = torch.where(columns == target[:, None], x, 0.0).sum(-1)
+    return (torch.logsumexp(x, -1) - picked).mean()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,6 +195,12 @@ def main(argv: list[str] | None = None) -> int:
         help="R0_BLOCK/num_warps of the forced loop, e.g. 8192/32,4096/16",
     )
     p.add_argument("--loop-ept", type=int, default=4)
+    p.add_argument(
+        "--on-chip-ept",
+        type=int,
+        default=None,
+        help="elements per thread of the on-chip settings (default: the pass's)",
+    )
     args = p.parse_args(argv)
     from reductions_loop_configs import _wrap_hook
 
@@ -164,7 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for op in args.ops:
         for rows, row in args.shapes:
-            for setting in settings(args.on_chip_warps, args.loops, args.loop_ept):
+            for setting in settings(
+                args.on_chip_warps, args.loops, args.loop_ept, args.on_chip_ept
+            ):
                 try:
                     res = run(op, rows, row, args.dtype, setting)
                 except Exception as e:  # a setting Triton cannot compile
