@@ -19,10 +19,15 @@ ends as Inductor's (a row of odd length starts off a 16-byte boundary, so
 no load is a vector), or ``aligned``: blocks start at the row's start
 rounded down to 16 bytes and blocks inside the row load and store without
 a mask.  Against Inductor's ``amax`` of the same rows (a pure read).
+``--move-only`` times instead the same two-read loop with nothing to
+compute (the row's max, then the row scaled by it), masked and aligned: the
+data movement of a two-read softmax alone.
 
     python3 tools/fork.py run -- python3 benchmarks/fusion/reductions_lean_combine.py \
         --inductor --shapes 2048x50257,1046x128256 --dtypes bfloat16,float32
     python3 benchmarks/fusion/reductions_lean_combine.py --hand --shapes 2048x50257
+    python3 benchmarks/fusion/reductions_lean_combine.py --hand --move-only \
+        --shapes 2048x50257,8192x128256
 """
 
 # The timed lambdas run inside the loop iteration that defines them.
@@ -83,6 +88,7 @@ def _row_loop(
     ALIGN: tl.constexpr,
     ONE_EXP: tl.constexpr,
     WRITE: tl.constexpr,
+    MOVE_ONLY: tl.constexpr = False,
 ):
     row = tl.program_id(0)
     start = row.to(tl.int64) * stride
@@ -102,11 +108,14 @@ def _row_loop(
         else:
             inside = False
         x = _load(x_ptr, base, i, lead, end, inside)
-        m, s = _combine(m, s, x, ONE_EXP)
+        if MOVE_ONLY:
+            m = tl.maximum(m, x)
+        else:
+            m, s = _combine(m, s, x, ONE_EXP)
     mm = tl.max(m, 0)
     ss = tl.sum(tl.where(m == -float("inf"), 0.0, s * tl.exp(m - mm)), 0)
     if WRITE:
-        r = 1.0 / ss
+        r = 1.0 / mm if MOVE_ONLY else 1.0 / ss
         for off in range(0, end, RBLOCK):
             i = off + tl.arange(0, RBLOCK)
             if ALIGN > 1:
@@ -114,7 +123,10 @@ def _row_loop(
             else:
                 inside = False
             x = _load(x_ptr, base, i, lead, end, inside)
-            y = (tl.exp(x - mm) * r).to(y_ptr.dtype.element_ty)
+            if MOVE_ONLY:
+                y = (x * r).to(y_ptr.dtype.element_ty)
+            else:
+                y = (tl.exp(x - mm) * r).to(y_ptr.dtype.element_ty)
             if inside:
                 tl.store(y_ptr + base + i, y)
             else:
@@ -123,7 +135,7 @@ def _row_loop(
         tl.store(lse_ptr + row, mm + tl.log(ss))
 
 
-def row_loop(x, rblock, warps, align, one_exp, write):
+def row_loop(x, rblock, warps, align, one_exp, write, move_only=False):
     rows, n = x.shape
     y = torch.empty_like(x) if write else x
     lse = torch.empty(rows, device=x.device, dtype=torch.float32)
@@ -137,6 +149,7 @@ def row_loop(x, rblock, warps, align, one_exp, write):
         ALIGN=align,
         ONE_EXP=one_exp,
         WRITE=write,
+        MOVE_ONLY=move_only,
         num_warps=warps,
     )
     return y if write else lse
@@ -152,7 +165,7 @@ def compiled_us(fn, x, **patch):
         return bench(lambda: compiled(x)) * 1e3
 
 
-def hand(shapes: list[tuple[int, int]]) -> None:
+def hand(shapes: list[tuple[int, int]], move_only: bool = False) -> None:
     from torch._inductor import config
 
     fork = hasattr(config, "one_pass_reductions")
@@ -170,20 +183,26 @@ def hand(shapes: list[tuple[int, int]]) -> None:
             res["lse_pass_us"] = compiled_us(
                 lambda t: torch.logsumexp(t, -1), x, one_pass_reductions=True
             )
-        for write in (True, False):
-            for one_exp in (False, True):
+        if move_only:
+            # the max of each row, then the row scaled by it (float32 reference)
+            ref = x.float() * (1.0 / x.float().amax(-1, keepdim=True))
+        for write in (True,) if move_only else (True, False):
+            for one_exp in (False,) if move_only else (False, True):
                 for align in (1, 8):
                     for rblock in (2048, 4096, 8192):
                         for warps in (16, 32):
                             if rblock // (32 * warps) < 2:
                                 continue
+                            kind = "lse"
+                            if write:
+                                kind = "move" if move_only else "softmax"
                             key = (
-                                f"{'softmax' if write else 'lse'}_"
+                                f"{kind}_"
                                 f"{'one' if one_exp else 'two'}_"
                                 f"{'aligned' if align > 1 else 'masked'}_"
                                 f"r{rblock}_w{warps}"
                             )
-                            args = (x, rblock, warps, align, one_exp, write)
+                            args = (x, rblock, warps, align, one_exp, write, move_only)
                             try:
                                 out = row_loop(*args)
                                 want = ref if write else lse_ref
@@ -193,11 +212,12 @@ def hand(shapes: list[tuple[int, int]]) -> None:
                             except Exception as e:  # a probe: record and go on
                                 res[key] = {"error": str(e)[:200]}
         results.append(res)
-        with open(f"{OUT}/lean_combine_hand.json", "w") as fh:
+        name = "move_only_hand" if move_only else "lean_combine_hand"
+        with open(f"{OUT}/{name}.json", "w") as fh:
             json.dump(results, fh, indent=1)
         print(json.dumps({k: v for k, v in res.items() if not isinstance(v, dict)}))
-        for kind in ("softmax", "lse"):
-            for combine in ("two", "one"):
+        for kind in ("move",) if move_only else ("softmax", "lse"):
+            for combine in ("two",) if move_only else ("two", "one"):
                 for loads in ("masked", "aligned"):
                     prefix = f"{kind}_{combine}_{loads}_"
                     timed = sorted(
@@ -210,8 +230,8 @@ def hand(shapes: list[tuple[int, int]]) -> None:
                         err = res[key]["err"]
                         print(
                             f"{'x'.join(map(str, shape))} {prefix:28s} best "
-                            f"{us:7.1f} us ({copy / us if kind == 'softmax' else res['amax_us'] / us:.0%} "
-                            f"of {'copy' if kind == 'softmax' else 'amax'}) "
+                            f"{us:7.1f} us ({copy / us if kind != 'lse' else res['amax_us'] / us:.0%} "
+                            f"of {'copy' if kind != 'lse' else 'amax'}) "
                             f"{key[len(prefix) :]} err {err:.1e}",
                             flush=True,
                         )
@@ -334,6 +354,11 @@ def main() -> None:
     parser.add_argument("--dtypes", default="bfloat16")
     parser.add_argument("--hand", action="store_true")
     parser.add_argument("--inductor", action="store_true")
+    parser.add_argument(
+        "--move-only",
+        action="store_true",
+        help="with --hand: the two-read loop with nothing to compute",
+    )
     parser.add_argument("--ops", default="softmax,log_softmax,cross_entropy")
     parser.add_argument(
         "--loop",
@@ -357,7 +382,7 @@ def main() -> None:
         loop_configs._wrap_hook()
         loop_configs.OVERRIDE.update({"R0_BLOCK": block, "num_warps": warps})
     if args.hand:
-        hand(shapes)
+        hand(shapes, args.move_only)
     if args.inductor:
         inductor(
             shapes,
