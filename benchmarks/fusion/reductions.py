@@ -9,7 +9,8 @@ forward and forward+backward, and times each arm:
 * ``eager``; ``default`` (Inductor as shipped); ``two_pass``
   (``online_softmax=False``); ``max_autotune`` (``max-autotune-no-cudagraphs``);
   ``fx_fusion`` (the FX fusion arm); ``one_pass``
-  (``config.one_pass_reductions``, torch/_inductor/one_pass_reductions.py).
+  (``config.one_pass_reductions``, torch/_inductor/one_pass_reductions.py);
+  ``one_pass_two_pass`` (the pass over upstream's two-pass form).
 
 Per case and arm: the median time (``triton.testing.do_bench`` on a GPU,
 or ``do_bench_cudagraph`` with ``--cuda-graph``, which forward+backward steps
@@ -56,7 +57,15 @@ ROW_LENGTHS = (
     131072,
     262144,
 )
-ARMS = ("eager", "default", "two_pass", "max_autotune", "fx_fusion", "one_pass")
+ARMS = (
+    "eager",
+    "default",
+    "two_pass",
+    "max_autotune",
+    "fx_fusion",
+    "one_pass",
+    "one_pass_two_pass",
+)
 OPS = ("softmax", "log_softmax", "cross_entropy", "layer_norm", "rms_norm")
 
 # Inductor config and compile arguments of each compiled arm.
@@ -66,6 +75,8 @@ ARM_CONFIG: dict[str, dict[str, Any]] = {
     "max_autotune": {},
     "fx_fusion": {},
     "one_pass": {"one_pass_reductions": True},
+    # the pass over upstream's two-pass form (no online softmax rewrite)
+    "one_pass_two_pass": {"one_pass_reductions": True, "online_softmax": False},
 }
 ARM_COMPILE: dict[str, dict[str, Any]] = {
     "max_autotune": {"mode": "max-autotune-no-cudagraphs"},
@@ -234,7 +245,7 @@ def run_case(
             entry["s"] = seconds
             entry["fraction_of_copy"] = (nbytes / seconds) / copy_bw
             entry["max_abs_diff"] = float((out.float() - expected.float()).abs().max())
-            if arm == "one_pass":
+            if arm.startswith("one_pass"):
                 entry["remarks"] = sorted(
                     {
                         r["reason"]
