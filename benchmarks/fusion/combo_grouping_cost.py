@@ -35,24 +35,29 @@ def measure(name: str, shapes: str, repeats: int) -> dict:
     from models import build, compile_config
 
     from torch._inductor import config, launch_bound_combo
+    from torch._inductor.scheduler import Scheduler
 
     spent: list[float] = []
     grouped: list[int] = []
     candidates: list[int] = []
     group_nodes = launch_bound_combo.group_nodes
 
-    def timed_grouping(scheduler) -> None:
+    def timed_grouping(scheduler) -> list:
         start = time.perf_counter()
         groups = group_nodes(scheduler)
         spent[-1] += time.perf_counter() - start
         grouped[-1] += sum(len(g) for g in groups)
         candidates[-1] += len(scheduler.nodes)
+        return groups
 
     model, inputs = build(name, "cpu", shapes)
     compiles = []
     with (
         mock.patch.object(launch_bound_combo, "_NO_LAUNCH_DEVICES", ()),
-        mock.patch.object(launch_bound_combo, "create_combo_kernels", timed_grouping),
+        mock.patch.object(launch_bound_combo, "group_nodes", timed_grouping),
+        mock.patch.object(
+            Scheduler, "create_combo_kernel_nodes", lambda self, **kw: None
+        ),
         config.patch(
             launch_bound_combo_kernels=True,
             fx_graph_cache=False,

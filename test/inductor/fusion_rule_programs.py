@@ -80,6 +80,22 @@ def cpu_as_launching_device() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def combo_grouping_fails() -> Iterator[None]:
+    """The launch-bound combo pass on CPU kernels (as in
+    :func:`cpu_as_launching_device`) whose cost model raises: the pass's
+    fallback for a graph it cannot group."""
+
+    def fail(node: Any) -> int:
+        raise RuntimeError(f"no size estimate for {node.get_name()}")
+
+    with (
+        cpu_as_launching_device(),
+        mock.patch("torch._inductor.launch_bound_combo.estimated_bytes", fail),
+    ):
+        yield
+
+
+@contextlib.contextmanager
 def in_temp_dir() -> Iterator[None]:
     """Run in a fresh directory: Inductor's metric tables write CSV files to the cwd."""
     cwd = os.getcwd()
@@ -565,6 +581,12 @@ RULES: tuple[Rule, ...] = (
          why="big.exp() moves 32 KiB > launch_bound_combo_max_bytes=4096 and is "
              "kept out of the combo kernel of its three independent partners; "
              "with a 1 MiB limit all four are grouped"),
+    Rule("launch_bound_combo_not_applied", independent_branches, BRANCHES,
+         where="remark", stage="launch_bound_combo", setup=combo_grouping_fails,
+         patch=COMBO, counterfactual={**COMBO, "launch_bound_combo_kernels": False},
+         why="the pass's size estimate raises for every kernel: the graph "
+             "compiles with no combo kernel and the remark names the error; "
+             "with the pass off there is nothing to fall back from"),
     # ---- config-controlled, but no CPU program fires them ----
     Rule("tiling_mismatch", cpu=False,
          patch={"triton.tiling_prevents_pointwise_fusion": True},

@@ -23,6 +23,7 @@ import torch._dynamo
 from torch._inductor import config, fusion_report, launch_bound_combo
 from torch._inductor.fusion_remarks import analysis as fusion_analysis
 from torch._inductor import metrics
+from torch._inductor.scheduler import Scheduler
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
 from torch.testing._internal.common_device_type import (
@@ -77,8 +78,10 @@ class TestLaunchBoundComboCostModel(TestCase):
         self.groups = []
         self.reads_writes = []
 
+        group_nodes = launch_bound_combo.group_nodes
+
         def record_groups(scheduler):
-            groups = launch_bound_combo.group_nodes(scheduler)
+            groups = group_nodes(scheduler)
             self.groups.append([[n.get_name() for n in g] for g in groups])
             for group in groups:
                 self.reads_writes.append(
@@ -90,11 +93,14 @@ class TestLaunchBoundComboCostModel(TestCase):
                         for n in group
                     ]
                 )
+            return groups
 
         patches = [
             mock.patch.object(launch_bound_combo, "_NO_LAUNCH_DEVICES", ()),
+            mock.patch.object(launch_bound_combo, "group_nodes", record_groups),
+            # upstream's combo-kernel code generation is Triton's
             mock.patch.object(
-                launch_bound_combo, "create_combo_kernels", record_groups
+                Scheduler, "create_combo_kernel_nodes", lambda self, **kw: None
             ),
         ]
         for p in patches:
@@ -207,6 +213,35 @@ class TestLaunchBoundComboCpu(TestCase):
         self.assertEqual(out.split()[-2:], ["True", "12345"])
         self.assertFalse(config.launch_bound_combo_kernels)  # off by default
 
+    def test_grouping_failure_leaves_the_schedule(self):
+        """A graph the pass cannot group compiles as without the pass, with a
+        warning and a remark that names the error."""
+
+        def fail(node):
+            raise RuntimeError(f"no estimate for {node.get_name()}")
+
+        inputs = (torch.randn(64), torch.randn(65), torch.randn(6, 11), torch.randn(8))
+        torch._dynamo.reset()
+        _, stock = run_and_get_code(torch.compile(independent_branches), *inputs)
+        torch._dynamo.reset()
+        with (
+            mock.patch.object(launch_bound_combo, "_NO_LAUNCH_DEVICES", ()),
+            mock.patch.object(launch_bound_combo, "estimated_bytes", fail),
+            config.patch(PASS_ON),
+            self.assertLogs(launch_bound_combo.log, "WARNING") as logs,
+            fusion_report.capture() as rep,
+        ):
+            out, code = run_and_get_code(torch.compile(independent_branches), *inputs)
+        self.assertEqual(out, independent_branches(*inputs))
+        strip = lambda src: re.sub(r"# AOT ID: .*", "", src)  # noqa: E731
+        self.assertEqual([strip(c) for c in code], [strip(c) for c in stock])
+        self.assertIn("not applied", "".join(logs.output))
+        (remark,) = remarks(rep.to_json()["graphs"], "launch_bound_combo_not_applied")
+        self.assertEqual(remark["kind"], "analysis")
+        self.assertEqual(remark["args"]["error"], "RuntimeError")
+        self.assertEqual(remark["args"]["fallback"], "no combo kernel")
+        self.assertIn("no estimate for", remark["detail"])
+
     def test_bad_limit_is_a_clear_error(self):
         with config.patch({**PASS_ON, "launch_bound_combo_max_bytes": -1}):
             with self.assertRaisesRegex(ValueError, "launch_bound_combo_max_bytes"):
@@ -258,6 +293,24 @@ class TestLaunchBoundComboCuda(TestCase):
         self.assertEqual(combined["args"]["kernels"], 4)
         # one launch in the wrapper where there were four
         self.assertEqual(sum(src.count(".run(") for src in code), 1)
+
+    def test_kernels_reading_intermediates(self):
+        """Combined kernels that read buffers other kernels wrote: upstream's
+        memory timeline must know the combo kernel, not its members (on
+        2.14.1 the wrapper's peak estimate failed with a KeyError when it
+        did not)."""
+
+        def two_heads(x, w1, w2, w3):
+            return (x @ w1).relu() * 2, (x @ w2).sigmoid() + 1, (x @ w3).tanh()
+
+        args = [torch.randn(16, 32, device="cuda")] + [
+            torch.randn(32, n, device="cuda") for n in (24, 40, 8)
+        ]
+        stock, code, graphs = self.compile_both(two_heads, *args)
+        self.assertEqual(_triton_kernel_defs(stock), 3)
+        self.assertEqual(_triton_kernel_defs(code), 1)
+        (combined,) = remarks(graphs, "combined_launch_bound")
+        self.assertEqual(combined["args"]["kernels"], 3)
 
     def test_large_kernel_keeps_its_own_launch(self):
         big = torch.randn(2048, 2048, device="cuda")  # 32 MiB moved, above 4 MiB

@@ -34,6 +34,16 @@ show both.
 
 The pass applies to Triton devices only: the C++ backend calls its kernels as
 plain functions, with no launch to save.
+
+The groups take the place of upstream's in upstream's own combo-kernel step
+(the scheduler's ``config.combo_kernels`` branch), so everything upstream does
+after combining runs for them too: on 2.14.1 the buffers' memory-planning
+users are recomputed, without which the wrapper's peak-memory estimate looks
+up kernels that no longer exist.  The candidates follow upstream's grouping
+rules: one device, one stream and one memory pool per group, and no kernel
+that reads a mix-order reduction's outputs.  The pass never fails a compile:
+if it cannot group a graph's kernels it leaves upstream's schedule and says
+why in a ``launch_bound_combo_not_applied`` remark.
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from . import config
+from . import config, release_compat
 from .fusion_remarks import hooks as fusion_hooks, recorder as fusion_recorder
 from .fusion_remarks.model import Remark
 from .fusion_remarks.taxonomy import Kind, Reason, Stage
@@ -84,8 +94,24 @@ def is_launch_bound(node: BaseSchedulerNode) -> bool:
     return estimated_bytes(node) <= config.launch_bound_combo_max_bytes
 
 
-def _candidates(nodes: list[BaseSchedulerNode]) -> list[BaseSchedulerNode]:
-    """Nodes of a launching device that upstream's combo kernels can take."""
+def _mix_order_outputs(scheduler: Scheduler) -> set[str]:
+    """The buffers written by mix-order reductions, whose readers upstream's
+    grouping keeps out of combo kernels."""
+    from .scheduler import FusedMixOrderReductions
+
+    return {
+        name
+        for node in scheduler.nodes
+        if isinstance(node, FusedMixOrderReductions)
+        for name in node.get_buffer_names()
+    }
+
+
+def _candidates(
+    scheduler: Scheduler, nodes: list[BaseSchedulerNode], excluded: set[str]
+) -> dict[object, list[BaseSchedulerNode]]:
+    """The nodes of one topological level that upstream's combo kernels can
+    take, by what one combo kernel must share: device, stream, memory pool."""
     from .scheduler import ForeachKernelSchedulerNode
 
     on_gpu = []
@@ -93,8 +119,14 @@ def _candidates(nodes: list[BaseSchedulerNode]) -> list[BaseSchedulerNode]:
         device = node.get_device()
         if device is None or device.type in _NO_LAUNCH_DEVICES:
             continue
+        if excluded and node.used_buffer_names() & excluded:
+            continue
         on_gpu.append(node)
-    return ForeachKernelSchedulerNode.combinable_nodes(on_gpu)
+    by_context: dict[object, list[BaseSchedulerNode]] = {}
+    for node in ForeachKernelSchedulerNode.combinable_nodes(on_gpu):
+        key = (node.get_device(), *release_compat.combo_context(scheduler, node))
+        by_context.setdefault(key, []).append(node)
+    return by_context
 
 
 def group_nodes(scheduler: Scheduler) -> list[list[BaseSchedulerNode]]:
@@ -109,11 +141,9 @@ def group_nodes(scheduler: Scheduler) -> list[list[BaseSchedulerNode]]:
     kept_apart: list[tuple[BaseSchedulerNode, int]] = []
     check_config()
     max_nodes = config.launch_bound_combo_max_nodes
+    excluded = _mix_order_outputs(scheduler)
     for level in scheduler._topological_sort_nodes():
-        by_device: dict[object, list[BaseSchedulerNode]] = {}
-        for node in _candidates(level):
-            by_device.setdefault(node.get_device(), []).append(node)
-        for nodes in by_device.values():
+        for nodes in _candidates(scheduler, level, excluded).values():
             if len(nodes) < 2:
                 continue
             small = [n for n in nodes if is_launch_bound(n)]
@@ -129,9 +159,46 @@ def group_nodes(scheduler: Scheduler) -> list[list[BaseSchedulerNode]]:
     return groups
 
 
-def create_combo_kernels(scheduler: Scheduler) -> None:
-    """Replace each group of :func:`group_nodes` by one combo kernel node."""
-    scheduler.create_combo_kernel_nodes(groups=group_nodes(scheduler))
+def groups_for_combo_kernels(
+    scheduler: Scheduler,
+) -> list[list[BaseSchedulerNode]] | None:
+    """The groups ``Scheduler.create_combo_kernel_nodes`` combines: None
+    (upstream's grouping) with the pass off, else :func:`group_nodes`.
+
+    A bad option of the pass is an error naming it.  Any other failure to
+    group leaves the schedule the pass found (upstream's grouping where
+    ``config.combo_kernels`` is on too, no combo kernel otherwise), with a
+    warning and a ``launch_bound_combo_not_applied`` remark.
+    """
+    if not enabled():
+        return None
+    check_config()
+    try:
+        return group_nodes(scheduler)
+    except Exception as error:
+        log.warning(
+            "launch_bound_combo_kernels: not applied to this graph", exc_info=True
+        )
+        _record_not_applied(error)
+        return None if config.combo_kernels else []
+
+
+def _record_not_applied(error: Exception) -> None:
+    if not fusion_recorder.is_enabled():
+        return
+    fallback = "upstream's combo kernels" if config.combo_kernels else "no combo kernel"
+    fusion_hooks.record_pass_remark(
+        Remark(
+            Kind.ANALYSIS,
+            Reason.LAUNCH_BOUND_COMBO_NOT_APPLIED,
+            Stage.LAUNCH_BOUND_COMBO,
+            args={"error": type(error).__name__, "fallback": fallback},
+            detail=(
+                f"the pass could not group this graph's kernels "
+                f"({type(error).__name__}: {error}); the schedule keeps {fallback}"
+            ),
+        )
+    )
 
 
 def _record_remarks(

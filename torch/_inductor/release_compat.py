@@ -27,6 +27,7 @@ __all__ = [
     "SUPPORTED_RELEASES",
     "acc_reads_threshold",
     "applies_here",
+    "combo_context",
     "release_at_least",
     "size_hint",
 ]
@@ -110,3 +111,13 @@ def size_hint(sizevars: Any, expr: Any, fallback: int = 0) -> int:
     if hasattr(sizevars, "size_hint"):  # 2.11.0
         return int(sizevars.size_hint(expr, fallback=fallback))
     return int(sizevars.optimization_hint(expr, fallback=fallback))
+
+
+def combo_context(scheduler: Any, node: Any) -> tuple[object, ...]:
+    """What the kernels of one combo kernel must share besides their device:
+    2.14.1 places scheduler nodes on CUDA streams and memory pools
+    (``Scheduler.get_node_stream``, ``Scheduler.node_to_mempool``) and
+    combines only nodes of one stream and one pool; 2.11.0 has neither."""
+    if not hasattr(scheduler, "node_to_mempool"):  # 2.11.0
+        return ()
+    return (scheduler.get_node_stream(node), scheduler.node_to_mempool.get(node))

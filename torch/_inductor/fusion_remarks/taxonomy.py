@@ -178,6 +178,7 @@ class Reason(str, enum.Enum):
     # The launch-bound combo-kernel pass (launch_bound_combo.py).
     COMBINED_LAUNCH_BOUND = "combined_launch_bound"
     COMBO_NOT_LAUNCH_BOUND = "combo_not_launch_bound"
+    LAUNCH_BOUND_COMBO_NOT_APPLIED = "launch_bound_combo_not_applied"
     # The one-pass reduction pass (one_pass_reductions.py).
     ONE_PASS_ROW_ON_CHIP = "one_pass_row_on_chip"
     ONE_PASS_ROW_TOO_LONG = "one_pass_row_too_long"
@@ -560,6 +561,10 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     R.COMBO_NOT_LAUNCH_BOUND: (
         _H,
         "config.launch_bound_combo_kernels kept an independent kernel out of a combo kernel: it moves more bytes than config.launch_bound_combo_max_bytes, so sharing block sizes could cost more than the launch saved",
+    ),
+    R.LAUNCH_BOUND_COMBO_NOT_APPLIED: (
+        _A,
+        "config.launch_bound_combo_kernels could not group a graph's kernels (an internal error, named in the remark) and left the schedule it found: upstream's combo kernels where config.combo_kernels is on, no combo kernel otherwise",
     ),
     R.ONE_PASS_ROW_ON_CHIP: (
         _F,
