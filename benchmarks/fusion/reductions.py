@@ -197,8 +197,10 @@ def run_case(
     backward: bool,
     arms: list[str],
     cuda_graph: bool = False,
+    gpu_lock: str | None = None,
 ) -> dict[str, Any]:
     import torch
+    from measure import exclusive_device
     from torch._inductor import fusion_report
     from torch._inductor.utils import run_and_get_code
 
@@ -209,7 +211,8 @@ def run_case(
     reference_inputs = [inputs[0].float(), *inputs[1:]]
     expected = step_of(fn, reference_inputs, backward)()
     x = inputs[0]
-    copy_s = median_seconds(device, lambda: x.clone(), cuda_graph)
+    with exclusive_device(gpu_lock):
+        copy_s = median_seconds(device, lambda: x.clone(), cuda_graph)
     copy_bw = 2 * x.numel() * x.element_size() / copy_s
     nbytes = least_bytes(op, rows, row, x.element_size(), backward)
     case: dict[str, Any] = {
@@ -241,7 +244,8 @@ def run_case(
                 entry["first_call_s"] = time.perf_counter() - start
                 if codes:
                     entry["code_sha"] = code_sha(codes)
-                seconds = median_seconds(device, step, cuda_graph)
+                with exclusive_device(gpu_lock):
+                    seconds = median_seconds(device, step, cuda_graph)
             entry["s"] = seconds
             entry["fraction_of_copy"] = (nbytes / seconds) / copy_bw
             entry["max_abs_diff"] = float((out.float() - expected.float()).abs().max())
@@ -285,6 +289,7 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
                             backward,
                             args.arms,
                             args.cuda_graph,
+                            args.gpu_lock,
                         )
                         print(summary_line(case), flush=True)
                         cases.append(case)
@@ -412,6 +417,11 @@ def main(argv: list[str] | None = None) -> int:
         help="time replays of a CUDA graph (do_bench_cudagraph), not stream launches",
     )
     p.add_argument("--deadline-s", type=float, default=0.0)
+    p.add_argument(
+        "--gpu-lock",
+        help="a lock file shared by processes timing on one GPU: sweeps side "
+        "by side compile in parallel and time one at a time",
+    )
     p.add_argument("--json")
     p.add_argument("--plot", action="store_true")
     p.add_argument(
