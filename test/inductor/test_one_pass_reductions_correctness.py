@@ -236,7 +236,9 @@ if given is not None:
             self.assertEqual(out[beyond].item(), float("inf"))
             eager = F.cross_entropy(x, target, reduction="none", ignore_index=-100)
             self.assertEqual(eager[beyond].item(), float("inf"))
-            self.assertEqual(out.isfinite().sum().item(), out.numel() - 1)
+            # inf exactly where eager's float16 loss is inf (row 5 and any
+            # other row whose loss is beyond the range)
+            self.assertEqual(out.isinf(), eager.isinf())
 
 
 def _check_forward_and_backward(test, x, op, target=None):
