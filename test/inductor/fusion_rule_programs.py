@@ -65,8 +65,9 @@ def cpu_as_launching_device() -> Iterator[None]:
     The pass skips devices whose kernels are called rather than launched (the
     CPU), and upstream's combo-kernel code generation is Triton's; as in
     ``test_launch_bound_combo.py``, the CPU is treated as a launching device
-    and the combo kernels are not created, so what runs is the pass's cost
-    model and its remarks, and the C++ code is unchanged.
+    and the combo-kernel step combines nothing, so what runs is the pass's
+    cost model and its remarks (each group left apart by the step), and the
+    C++ code is unchanged.
     """
     from torch._inductor.scheduler import Scheduler
 
@@ -568,12 +569,18 @@ RULES: tuple[Rule, ...] = (
     Rule("fx_view_not_folded", sin_reshape_cos, M8, **FX,
          why="FX fusion arm: a reshape that merges dims between sin and cos"),
     # ---- the launch-bound combo pass (fork) ----
-    Rule("combined_launch_bound", independent_branches, BRANCHES,
+    Rule("combined_launch_bound", cpu=False,
+         patch=COMBO, counterfactual={**COMBO, "launch_bound_combo_kernels": False},
+         why="GPU only: recorded from the combo kernels upstream's combo-kernel "
+             "step made of the pass's groups, and that step's code generation "
+             "is Triton's (test_launch_bound_combo.py's CUDA tests fire it)"),
+    Rule("launch_bound_group_refused", independent_branches, BRANCHES,
          where="remark", stage="launch_bound_combo", setup=cpu_as_launching_device,
          patch=COMBO, counterfactual={**COMBO, "launch_bound_combo_kernels": False},
-         why="three independent kernels of a few hundred bytes each, at most "
-             "launch_bound_combo_max_bytes=4096, are grouped into one combo "
-             "kernel"),
+         why="three independent kernels of a few hundred bytes each are grouped, "
+             "and the combo-kernel step (on the CPU, one that combines nothing) "
+             "leaves them apart; on the GPU, 2.14.1's peak-memory gate "
+             "(test_launch_bound_combo.py's test_peak_memory_gate_refuses)"),
     Rule("combo_not_launch_bound", independent_branches, BRANCHES,
          where="remark", stage="launch_bound_combo", setup=cpu_as_launching_device,
          patch=COMBO,

@@ -123,12 +123,15 @@ class TestLaunchBoundComboCostModel(TestCase):
         (groups,) = self.groups
         self.assertEqual(len(groups), 1)
         self.assertEqual(len(groups[0]), 3)
-        (combined,) = remarks(graphs, "combined_launch_bound")
-        self.assertEqual(combined["kind"], "fused")
-        self.assertEqual(combined["stage"], "launch_bound_combo")
-        self.assertEqual(combined["args"]["kernels"], 3)
-        self.assertTrue(all(b <= 4096 for b in combined["args"]["bytes"]))
-        self.assertEqual(sorted(combined["nodes"]), sorted(groups[0]))
+        # the combo-kernel step (stubbed) combined nothing: the group is
+        # reported as left apart by it, not as combined
+        self.assertEqual(remarks(graphs, "combined_launch_bound"), [])
+        (refused,) = remarks(graphs, "launch_bound_group_refused")
+        self.assertEqual(refused["kind"], "missed")
+        self.assertEqual(refused["stage"], "launch_bound_combo")
+        self.assertEqual(refused["args"]["kernels"], 3)
+        self.assertEqual(refused["args"]["group"], 3)
+        self.assertEqual(sorted(refused["nodes"]), sorted(groups[0]))
         (apart,) = remarks(graphs, "combo_not_launch_bound")
         self.assertEqual(apart["kind"], "missed")
         self.assertEqual(apart["category"], "heuristic")
@@ -174,7 +177,8 @@ class TestLaunchBoundComboCostModel(TestCase):
     def test_no_remarks_without_the_flag(self):
         _, graphs = capture(independent_branches, *self.inputs())
         self.assertEqual(self.groups, [])
-        self.assertEqual(remarks(graphs, "combined_launch_bound"), [])
+        for code in ("combined_launch_bound", "launch_bound_group_refused"):
+            self.assertEqual(remarks(graphs, code), [])
 
 
 class TestLaunchBoundComboCpu(TestCase):
@@ -314,6 +318,41 @@ class TestLaunchBoundComboCuda(TestCase):
             stock, code, graphs = self.compile_both(two_heads, *args)
         self.assertEqual(_triton_kernel_defs(stock), 3)
         self.assertEqual(_triton_kernel_defs(code), 1)
+        (combined,) = remarks(graphs, "combined_launch_bound")
+        self.assertEqual(combined["args"]["kernels"], 3)
+
+    @unittest.skipUnless(
+        hasattr(config, "combo_kernel_peak_memory_pct_threshold"),
+        "upstream's combo-kernel step has no peak-memory gate before 2.14.1",
+    )
+    def test_peak_memory_gate_refuses(self):
+        """2.14.1's combo-kernel step refuses a group that raises the simulated
+        peak memory by more than ``combo_kernel_peak_memory_pct_threshold``;
+        the remarks say so, and with the gate off the group is combined."""
+
+        def two_heads(x, w1, w2, w3):
+            return (x @ w1).relu() * 2, (x @ w2).sigmoid() + 1, (x @ w3).tanh()
+
+        args = [torch.randn(16, 32, device="cuda")] + [
+            torch.randn(32, n, device="cuda") for n in (24, 40, 8)
+        ]
+        gate = "combo_kernel_peak_memory_pct_threshold"
+        with config.patch({gate: 0.05}):
+            _, code, graphs = self.compile_both(two_heads, *args)
+        refused = remarks(graphs, "launch_bound_group_refused")
+        self.assertTrue(refused)
+        self.assertEqual({r["args"][gate] for r in refused}, {0.05})
+        # the remarks account for every kernel of the group, and for the code:
+        # the gate may halve a group and accept a half
+        combined = remarks(graphs, "combined_launch_bound")
+        in_combos = sum(r["args"]["kernels"] for r in combined)
+        self.assertEqual(in_combos + sum(r["args"]["kernels"] for r in refused), 3)
+        self.assertEqual(_triton_kernel_defs(code), 3 - in_combos + len(combined))
+        torch._dynamo.reset()
+        with config.patch({gate: None}):
+            _, code, graphs = self.compile_both(two_heads, *args)
+        self.assertEqual(_triton_kernel_defs(code), 1)
+        self.assertEqual(remarks(graphs, "launch_bound_group_refused"), [])
         (combined,) = remarks(graphs, "combined_launch_bound")
         self.assertEqual(combined["args"]["kernels"], 3)
 

@@ -26,11 +26,15 @@ upstream's combo-kernel code generation unchanged
 (``Scheduler.create_combo_kernel_nodes``), so the generated kernels are
 upstream's; what is new is which kernels are put together.
 
-Every decision is a remark (stage ``launch_bound_combo``): ``fused`` with
-``combined_launch_bound`` for each group, ``missed`` with
+Every decision is a remark (stage ``launch_bound_combo``): ``missed`` with
 ``combo_not_launch_bound`` for each kernel the cost model kept apart although
-it had independent partners.  ``TORCH_LOGS=fusion`` and the fusion report
-show both.
+it had independent partners; and, once upstream's combo-kernel step has run,
+``fused`` with ``combined_launch_bound`` for each combo kernel it made of a
+group, ``missed`` with ``launch_bound_group_refused`` for the members it left
+apart (its distance window, speed-up estimate or peak-memory gate may split or
+refuse a group).  The outcome is read from the schedule the step leaves, so a
+remark names only what was combined.  ``TORCH_LOGS=fusion`` and the fusion
+report show them.
 
 The pass applies to Triton devices only: the C++ backend calls its kernels as
 plain functions, with no launch to save.
@@ -155,7 +159,7 @@ def group_nodes(scheduler: Scheduler) -> list[list[BaseSchedulerNode]]:
                 chunk = small[start : start + max_nodes]
                 if len(chunk) >= 2:
                     groups.append(chunk)
-    _record_remarks(groups, kept_apart)
+    _record_kept_apart(kept_apart)
     return groups
 
 
@@ -201,35 +205,99 @@ def _record_not_applied(error: Exception) -> None:
     )
 
 
-def _record_remarks(
-    groups: list[list[BaseSchedulerNode]],
-    kept_apart: list[tuple[BaseSchedulerNode, int]],
+def record_combo_outcome(
+    scheduler: Scheduler, groups: list[list[BaseSchedulerNode]] | None
 ) -> None:
+    """Remarks for what upstream's combo-kernel step made of the pass's groups.
+
+    Called after ``Scheduler.create_combo_kernel_nodes``: each combo kernel in
+    the schedule whose members come from one group is ``combined_launch_bound``;
+    the group's members in no combo kernel are ``launch_bound_group_refused``.
+    Recording never fails the compile.
+    """
+    if not groups or not fusion_recorder.is_enabled():
+        return
+    try:
+        _record_outcome(scheduler, groups)
+    except Exception:
+        log.warning(
+            "launch_bound_combo_kernels: outcome not recorded for this graph",
+            exc_info=True,
+        )
+
+
+def _record_outcome(
+    scheduler: Scheduler, groups: list[list[BaseSchedulerNode]]
+) -> None:
+    combo_of: dict[str, BaseSchedulerNode] = {}
+    for node in scheduler.nodes:
+        if node.is_foreach():
+            for member in node.get_subkernel_nodes():
+                combo_of[member.get_name()] = node
+    limit = config.launch_bound_combo_max_bytes
+    for group in groups:
+        combined: dict[BaseSchedulerNode, list[BaseSchedulerNode]] = {}
+        refused: list[BaseSchedulerNode] = []
+        for node in group:
+            combo = combo_of.get(node.get_name())
+            if combo is None:
+                refused.append(node)
+            else:
+                combined.setdefault(combo, []).append(node)
+        for members in combined.values():
+            if len(members) < 2:
+                refused.extend(members)
+                continue
+            names = tuple(n.get_name() for n in members)
+            sizes = [estimated_bytes(n) for n in members]
+            fusion_hooks.record_pass_remark(
+                Remark(
+                    Kind.FUSED,
+                    Reason.COMBINED_LAUNCH_BOUND,
+                    Stage.LAUNCH_BOUND_COMBO,
+                    nodes=names,
+                    ops=fusion_hooks.origin_names(members),
+                    args={
+                        "kernels": len(members),
+                        "bytes": sizes,
+                        "max_bytes": limit,
+                    },
+                    detail=(
+                        f"{len(members)} independent kernels ({', '.join(names)}), "
+                        f"each moving at most {max(sizes)} bytes (limit {limit}), "
+                        "share one launch"
+                    ),
+                )
+            )
+        if refused:
+            _record_refused(refused, len(group))
+
+
+def _record_refused(refused: list[BaseSchedulerNode], group_size: int) -> None:
+    names = tuple(n.get_name() for n in refused)
+    gates = release_compat.combo_step_gates()
+    shown = ", ".join(f"{k}={v}" for k, v in gates.items()) or "none configured"
+    fusion_hooks.record_pass_remark(
+        Remark(
+            Kind.MISSED,
+            Reason.LAUNCH_BOUND_GROUP_REFUSED,
+            Stage.LAUNCH_BOUND_COMBO,
+            nodes=names,
+            ops=fusion_hooks.origin_names(refused),
+            args={"kernels": len(refused), "group": group_size, **gates},
+            detail=(
+                f"{', '.join(names)}: {len(refused)} of a launch-bound group of "
+                f"{group_size} left apart by upstream's combo-kernel step "
+                f"(its gates: {shown})"
+            ),
+        )
+    )
+
+
+def _record_kept_apart(kept_apart: list[tuple[BaseSchedulerNode, int]]) -> None:
     if not fusion_recorder.is_enabled():
         return
     limit = config.launch_bound_combo_max_bytes
-    for group in groups:
-        names = tuple(n.get_name() for n in group)
-        sizes = [estimated_bytes(n) for n in group]
-        fusion_hooks.record_pass_remark(
-            Remark(
-                Kind.FUSED,
-                Reason.COMBINED_LAUNCH_BOUND,
-                Stage.LAUNCH_BOUND_COMBO,
-                nodes=names,
-                ops=fusion_hooks.origin_names(group),
-                args={
-                    "kernels": len(group),
-                    "bytes": sizes,
-                    "max_bytes": limit,
-                },
-                detail=(
-                    f"{len(group)} independent kernels ({', '.join(names)}), "
-                    f"each moving at most {max(sizes)} bytes (limit {limit}), "
-                    "share one launch"
-                ),
-            )
-        )
     for node, partners in kept_apart:
         size = estimated_bytes(node)
         fusion_hooks.record_pass_remark(

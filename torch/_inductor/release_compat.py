@@ -28,6 +28,7 @@ __all__ = [
     "acc_reads_threshold",
     "applies_here",
     "combo_context",
+    "combo_step_gates",
     "release_at_least",
     "size_hint",
 ]
@@ -121,3 +122,30 @@ def combo_context(scheduler: Any, node: Any) -> tuple[object, ...]:
     if not hasattr(scheduler, "node_to_mempool"):  # 2.11.0
         return ()
     return (scheduler.get_node_stream(node), scheduler.node_to_mempool.get(node))
+
+
+# Options of upstream's combo-kernel step (Scheduler.create_combo_kernel_nodes)
+# that may split or refuse a group, and the value at which each is off.
+# 2.14.1 added the distance window and the peak-memory gate; 2.11.0 has the
+# benchmark alone.
+_COMBO_STEP_GATES_OFF: dict[str, object] = {
+    "benchmark_combo_kernel": False,
+    "combo_kernel_max_distance": -1,
+    "combo_kernel_peak_memory_pct_threshold": None,
+    "combo_kernel_peak_memory_increase_gb": None,
+}
+
+
+def combo_step_gates() -> dict[str, object]:
+    """The gates of upstream's combo-kernel step that are on, by option name,
+    with their values: what may have left a group's kernels apart."""
+    from . import config
+
+    gates: dict[str, object] = {}
+    for name, off in _COMBO_STEP_GATES_OFF.items():
+        value = getattr(config, name, off)
+        if name == "combo_kernel_max_distance" and value < 0:
+            continue
+        if value != off:
+            gates[name] = value
+    return gates

@@ -178,6 +178,7 @@ class Reason(str, enum.Enum):
     # The launch-bound combo-kernel pass (launch_bound_combo.py).
     COMBINED_LAUNCH_BOUND = "combined_launch_bound"
     COMBO_NOT_LAUNCH_BOUND = "combo_not_launch_bound"
+    LAUNCH_BOUND_GROUP_REFUSED = "launch_bound_group_refused"
     LAUNCH_BOUND_COMBO_NOT_APPLIED = "launch_bound_combo_not_applied"
     # The one-pass reduction pass (one_pass_reductions.py).
     ONE_PASS_ROW_ON_CHIP = "one_pass_row_on_chip"
@@ -561,6 +562,10 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     R.COMBO_NOT_LAUNCH_BOUND: (
         _H,
         "config.launch_bound_combo_kernels kept an independent kernel out of a combo kernel: it moves more bytes than config.launch_bound_combo_max_bytes, so sharing block sizes could cost more than the launch saved",
+    ),
+    R.LAUNCH_BOUND_GROUP_REFUSED: (
+        _H,
+        "config.launch_bound_combo_kernels grouped these kernels, and upstream's combo-kernel step (Scheduler.create_combo_kernel_nodes) left them apart: its distance window (config.combo_kernel_max_distance), compile-time benchmark (config.benchmark_combo_kernel) or peak-memory gate (config.combo_kernel_peak_memory_pct_threshold, config.combo_kernel_peak_memory_increase_gb), those on named in the remark, split or refused the group",
     ),
     R.LAUNCH_BOUND_COMBO_NOT_APPLIED: (
         _A,
