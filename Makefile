@@ -26,10 +26,13 @@ develop: $(STAMP)
 	@$(PY) tools/fork.py build
 	@$(PY) tools/fork.py activate >/dev/null
 
-$(STAMP): $(REQUIREMENTS) requirements/common.txt
+# A machine-wide pip constraints file (one that caps torch, say) does not
+# apply: PIP_CONSTRAINT names the project's own, which adds nothing.
+$(STAMP): $(REQUIREMENTS) requirements/common.txt requirements/constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.10+ or pass PYTHON=..."; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r $(REQUIREMENTS)
+	PIP_CONSTRAINT=$(CURDIR)/requirements/constraints.txt \
+	  $(PY) -m pip install --quiet --disable-pip-version-check -r $(REQUIREMENTS)
 	@touch $@
 
 build: $(STAMP)

@@ -949,10 +949,43 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("command", nargs=argparse.REMAINDER)
     sub.add_parser("info", help="print the overlay's identity")
+    p = sub.add_parser(
+        "port",
+        help="port the newest patch series to a new torch release by a three-way merge",
+    )
+    p.add_argument("new", metavar="NEW", help="the new torch release, like 2.15.0")
+    p.add_argument(
+        "--from",
+        dest="old",
+        metavar="OLD",
+        help="the series to port (default: the newest supported release before NEW)",
+    )
+    p.add_argument(
+        "--old-torch", help="OLD's pristine torch (default: its virtualenv's)"
+    )
+    p.add_argument(
+        "--new-torch",
+        help="NEW's pristine torch (default: --torch, else the one this Python imports)",
+    )
+    p.add_argument("--out", help="where the new patches go (default: patches/NEW)")
+    p.add_argument(
+        "--work",
+        help="merged files with conflicts and report.json (default: build/port-NEW)",
+    )
+    p.add_argument(
+        "--resolved",
+        action="store_true",
+        help="write patches from the hand-resolved files under --work",
+    )
     args = parser.parse_args(argv)
 
     try:
         repo = Path(args.repo).resolve() if args.repo else REPO
+        if args.cmd == "port":
+            # NEW is no supported release yet: port locates both torches itself.
+            import fork_port
+
+            return fork_port.port_command(args, repo)
         pristine, release = locate_pristine_torch(args.pristine)
         if args.overlay:
             overlay = Path(args.overlay).resolve()

@@ -36,13 +36,13 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
 
 REPO = Path(__file__).resolve().parent.parent
+PROJECT_CONSTRAINTS = REPO / "requirements" / "constraints.txt"
 MAX_PART_BYTES = 60_000_000
 # A remote command carries at most 64 MiB with the working tree (about 8 MB):
 # parts of 56,000,000 bytes (53.4 MiB) leave it room to grow.
@@ -217,10 +217,10 @@ class WheelSource:
             cmd += ["--platform", platform]
         cmd += ["-d", str(self.folder), requirement]
         print(f"  downloading {requirement} ...", flush=True)
-        # An empty constraints file replaces this machine's cap on torch.
-        with tempfile.NamedTemporaryFile("w", suffix=".txt") as empty:
-            env = {**os.environ, "PIP_CONSTRAINT": empty.name}
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        # The project's constraints (none) replace this machine's cap on torch,
+        # as in the Makefile.
+        env = {**os.environ, "PIP_CONSTRAINT": str(PROJECT_CONSTRAINTS)}
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if proc.returncode:
             lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
             last = lines[-1] if lines else f"exit status {proc.returncode}"

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from torch._inductor import fusion_ablation, fusion_ablation_options
 from torch._inductor.fusion_remarks.taxonomy import REASON_INFO, RELEASES
+from torch._inductor.release_range import ALL_RELEASES
 
 
 DOCS = Path(__file__).resolve().parent.parent / "docs/source"
@@ -32,15 +33,11 @@ DOCS = Path(__file__).resolve().parent.parent / "docs/source"
 def reasons_table() -> str:
     rows = ["| code | category | releases | meaning |", "|---|---|---|---|"]
     for reason, (category, description) in REASON_INFO.items():
-        releases = releases_cell(RELEASES.get(reason, ()))
+        releases = RELEASES.get(reason, ALL_RELEASES).describe()
         rows.append(
             f"| `{reason.value}` | {category.value} | {releases} | {description} |"
         )
     return "\n".join(rows)
-
-
-def releases_cell(releases: tuple[str, ...]) -> str:
-    return ", ".join(releases) if releases else "all"
 
 
 def held_table(held: tuple[fusion_ablation.HeldOption, ...]) -> str:
@@ -51,7 +48,7 @@ def held_table(held: tuple[fusion_ablation.HeldOption, ...]) -> str:
     for h in held:
         rows.append(
             f"| `{h.option}` | `{h.value!r}` | {h.optimization} | {h.why} "
-            f"| {releases_cell(h.releases)} |"
+            f"| {h.releases.describe()} |"
         )
     return "\n".join(rows)
 
@@ -59,7 +56,7 @@ def held_table(held: tuple[fusion_ablation.HeldOption, ...]) -> str:
 def kept_table() -> str:
     rows = ["| left on | why | releases |", "|---|---|---|"]
     for k in fusion_ablation.KEPT:
-        rows.append(f"| {k.what} | {k.why} | {releases_cell(k.releases)} |")
+        rows.append(f"| {k.what} | {k.why} | {k.releases.describe()} |")
     return "\n".join(rows)
 
 

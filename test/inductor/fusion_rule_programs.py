@@ -26,6 +26,7 @@ from typing import Any, TYPE_CHECKING
 from unittest import mock
 
 import torch
+from torch._inductor.release_range import ALL_RELEASES, ReleaseRange, since, until
 
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ class Rule:
     setup: Callable[[], contextlib.AbstractContextManager[Any]] | None = None
     cpu: bool = True  # False: no CPU program fires it (``why`` says why)
     xfail: str | None = None  # a known bug of the report that fails the test
-    releases: tuple[str, ...] = ()  # torch releases with the rule (empty: all)
+    releases: ReleaseRange = ALL_RELEASES  # torch releases with the rule
     why: str = ""  # why the program fires the rule (and the counterfactual removes it)
 
 
@@ -404,7 +405,7 @@ RULES: tuple[Rule, ...] = (
          why="a 0-d value that is a graph output and is also read by another op"),
     Rule("reuse_cpu_heavy_op", reused_exp, M8, **LOWERING,
          why="x.exp() on the CPU, with 2 users"),
-    Rule("reuse_many_users", six_users, M8, **LOWERING, releases=("2.14.1",),
+    Rule("reuse_many_users", six_users, M8, **LOWERING, releases=since("2.14.1"),
          patch={"realize_cpu_opcount_threshold": 6},
          counterfactual={"realize_cpu_opcount_threshold": 6,
                          "realize_opusers_threshold": 100},
@@ -474,10 +475,10 @@ RULES: tuple[Rule, ...] = (
          why="a pointwise producer of a C++ bmm template with "
              "config.prologue_fusion off (on: prologue_non_triton_template)"),
     Rule("prologue_non_triton_template", bmm_of_scaled_sin, BMM,
-         patch={**CPP_GEMM, "prologue_fusion": True}, releases=("2.11.0",),
+         patch={**CPP_GEMM, "prologue_fusion": True}, releases=until("2.14.1"),
          why="a pointwise producer of a C++ (not Triton) bmm template"),
     Rule("prologue_not_accepted", bmm_of_scaled_sin, BMM,
-         patch={**CPP_GEMM, "prologue_fusion": True}, releases=("2.14.1",),
+         patch={**CPP_GEMM, "prologue_fusion": True}, releases=since("2.14.1"),
          why="a pointwise producer of a C++ bmm template, which allows a "
              "prologue on none of its inputs"),
     Rule("prologue_not_pointwise", bmm_of_softmax, BMM,

@@ -35,6 +35,7 @@ from torch._inductor import (
     release_compat,
 )
 from torch._inductor.fusion_remarks import analysis as fusion_analysis
+from torch._inductor.release_range import since
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
 from torch.testing._internal.common_device_type import (
@@ -54,7 +55,7 @@ sys.path.insert(0, os.path.join(REPO, "benchmarks", "fusion"))
 ON_2_14_1 = release_compat.release_at_least("2.14.1")
 # The FUSION_ONLY entries of options torch 2.14.1 added.
 HELD_SINCE_2_14_1 = [
-    h for h in fusion_ablation.FUSION_ONLY if h.releases == ("2.14.1",)
+    h for h in fusion_ablation.FUSION_ONLY if h.releases == since("2.14.1")
 ]
 
 SWITCHES = {
@@ -323,9 +324,8 @@ class TestFusionOnlyPerRelease(TestCase):
             + fusion_ablation.NO_FUSION
         )
         for entry in tables:
-            self.assertLessEqual(
-                set(entry.releases), set(release_compat.SUPPORTED_RELEASES), entry
-            )
+            # a range that holds at least one supported release
+            self.assertTrue(entry.releases.of(release_compat.SUPPORTED_RELEASES), entry)
         with torch._inductor.config.patch(fusion_only=True):
             held = [h for _, h in fusion_ablation.held_options()]
         self.assertEqual(
@@ -333,7 +333,7 @@ class TestFusionOnlyPerRelease(TestCase):
             [
                 h
                 for h in fusion_ablation.FUSION_ONLY
-                if not h.releases or release_compat.RELEASE in h.releases
+                if release_compat.applies_here(h.releases)
             ],
         )
 

@@ -128,10 +128,10 @@ def _rule_test(rule):
     test.__doc__ = f"{rule.code}: {rule.why}"
     if rule.xfail is not None:
         test = unittest.expectedFailure(test)
-    if rule.releases and release_compat.RELEASE not in rule.releases:
+    if not release_compat.applies_here(rule.releases):
         test = unittest.skip(
             f"torch {release_compat.RELEASE} has no such rule "
-            f"(only {', '.join(rule.releases)})"
+            f"(only {rule.releases.describe()})"
         )(test)
     return test
 
@@ -160,8 +160,8 @@ class TestReasonRuleTable(TestCase):
                 self.assertIn(rule.where, {"boundary", "remark", "graph_break"})
                 # A rule of some releases only is one the taxonomy marks so.
                 releases = fusion_report.reasons_table()[rule.code].get("releases")
-                self.assertEqual(tuple(releases or ()), rule.releases)
-                if rule.releases and release_compat.RELEASE not in rule.releases:
+                self.assertEqual(releases or {}, rule.releases.to_json())
+                if not release_compat.applies_here(rule.releases):
                     continue  # its options need not exist in this release
                 # every option named exists (config.patch refuses unknown ones)
                 for patch in (rule.patch, rule.counterfactual or {}):

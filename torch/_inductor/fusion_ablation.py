@@ -10,8 +10,8 @@ parallelizes and vectorizes C++ loops.  Two switches separate the two:
   lowering, scheduler fusion, template epilogues) and generates code, and does
   nothing else that makes it faster.  :data:`FUSION_ONLY` lists each option it
   changes and why; :data:`KEPT` lists what it deliberately leaves on.  An
-  entry with ``releases`` applies to those torch releases only (an option
-  one of them added); ``fusion_ablation_options`` classifies every option
+  entry with ``releases`` applies to that range of torch releases only (an
+  option a release added, ``since("2.14.1")``); ``fusion_ablation_options`` classifies every option
   a release added since the oldest supported one.
 * ``config.no_fusion`` (``TORCHINDUCTOR_NO_FUSION=1``) puts every computing op
   in a kernel of its own: every lowered op is realized into its own buffer (no
@@ -38,6 +38,7 @@ from typing import Any, TYPE_CHECKING
 import torch
 
 from . import release_compat
+from .release_range import ALL_RELEASES, ReleaseRange, since
 
 
 if TYPE_CHECKING:
@@ -65,10 +66,10 @@ class HeldOption:
     value: Any  # the value while the switch is on
     optimization: str  # what the option does, in words
     why: str  # why it counts as a non-fusion optimization (or as fusion)
-    # The torch releases it applies to (release_compat.SUPPORTED_RELEASES);
-    # empty: every supported release.  An option a release lacks is held only
-    # on the releases that have it.
-    releases: tuple[str, ...] = ()
+    # The torch releases that have the option (release_range.py): an option
+    # a release lacks is held only on the releases that have it, and a new
+    # release inherits it unless upstream removed it.
+    releases: ReleaseRange = ALL_RELEASES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +78,7 @@ class KeptOptimization:
 
     what: str
     why: str
-    releases: tuple[str, ...] = ()  # as HeldOption.releases
+    releases: ReleaseRange = ALL_RELEASES  # as HeldOption.releases
 
 
 H = HeldOption
@@ -205,7 +206,7 @@ FUSION_ONLY: tuple[HeldOption, ...] = (
         False,
         "collectives moved earlier and their waits later in the kernel order, on by default (compute/communication overlap, distributed)",
         "changes kernel order",
-        releases=("2.14.1",),
+        releases=since("2.14.1"),
     ),
     H(
         "allow_buffer_reuse",
@@ -234,14 +235,14 @@ FUSION_ONLY: tuple[HeldOption, ...] = (
         7,
         "var/var_mean rows of up to 1024 elements on the CPU computed by the two-step algorithm instead of Welford (held at 7: two-step only below unroll_reductions_threshold, as on 2.11.0)",
         "changes the algorithm of an op",
-        releases=("2.14.1",),
+        releases=since("2.14.1"),
     ),
     H(
         "triton.use_two_step_variance_threshold",
         7,
         "fp16/bf16 var/var_mean rows of 1024 to 32768 elements in Triton computed by the two-step algorithm instead of Welford (held at 7: two-step only below unroll_reductions_threshold, as on 2.11.0)",
         "changes the algorithm of an op",
-        releases=("2.14.1",),
+        releases=since("2.14.1"),
     ),
     # Autotuning and benchmarking, of every kind.
     H(
@@ -344,7 +345,7 @@ KEPT: tuple[KeptOptimization, ...] = (
     KeptOptimization(
         "the fusion rules torch 2.14.1 added: realize thresholds, loop reindexing, combo-kernel limits, nested reductions, ... (the `fusion` rows of the classification of its new options, fusion_ablation_options.py)",
         "this is fusion",
-        releases=("2.14.1",),
+        releases=since("2.14.1"),
     ),
 )
 

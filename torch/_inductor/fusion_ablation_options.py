@@ -10,7 +10,7 @@ checks that every new option is here).  Each is one of:
 
 * ``held``: a non-fusion optimization that is on by default, or on under the
   max-autotune / reduce-overhead modes; it has an entry in ``FUSION_ONLY``
-  (with ``releases=("2.14.1",)``), and that entry's ``why`` is its reason;
+  (with ``releases=since("2.14.1")``), and that entry's ``why`` is its reason;
 * ``fusion``: it decides fusion (a realize rule at lowering, a scheduler
   fusion rule or limit, a kind of fusion), and fusion_only leaves it as
   configured, like the fusion of ``KEPT``;

@@ -10,13 +10,11 @@ comparing version strings of its own.
 
 from __future__ import annotations
 
-from typing import Any, TYPE_CHECKING
+from typing import Any
 
 import torch
 
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
+from .release_range import release_key, ReleaseRange
 
 
 __all__ = [
@@ -47,13 +45,9 @@ def _release_of(version: str) -> str:
 RELEASE: str = _release_of(str(torch.__version__))
 
 
-def _key(release: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in release.split(".")[:3] if part.isdigit())
-
-
 def release_at_least(release: str) -> bool:
     """True on ``release`` and later ones: the test of every difference below."""
-    return _key(RELEASE) >= _key(release)
+    return release_key(RELEASE) >= release_key(release)
 
 
 # StorageBox.should_realize_on_reuse (ir.py), the rule that stores a value
@@ -81,13 +75,9 @@ else:
     REUSE_RULE_HAS_OP_USERS = False
 
 
-def applies_here(releases: Sequence[str]) -> bool:
-    """Whether an entry for ``releases`` applies to the running release.
-
-    An empty ``releases`` means every supported release (the entry is not a
-    difference between them).
-    """
-    return not releases or RELEASE in releases
+def applies_here(releases: ReleaseRange) -> bool:
+    """Whether an entry tagged with ``releases`` applies to the running release."""
+    return RELEASE in releases
 
 
 def acc_reads_threshold(data: object) -> int:

@@ -5,12 +5,14 @@ Kinds, categories and stages of a remark (``DESIGN.md`` section 3) and the
 enum (``fusion_report_schema.json``) and the docs table
 (``docs/source/torch.compiler_fusion_remarks.md``, ``tools/update_fusion_docs.py``)
 are generated and tested.  The bottom layer of the package: it imports nothing
-of Inductor.
+of Inductor but the plain release-range type (``release_range.py``).
 """
 
 from __future__ import annotations
 
 import enum
+
+from ..release_range import ReleaseRange, since, until
 
 
 class Kind(str, enum.Enum):
@@ -603,20 +605,20 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
 del R
 
 
-# Codes whose rule exists in some supported torch releases only (the fork
-# supports 2.11.0 and 2.14.1, tools/fork.py): the releases that have it.  Every
-# code not listed is decided in every supported release.
-RELEASES: dict[Reason, tuple[str, ...]] = {
+# Codes whose rule exists in some torch releases only: the releases that have
+# it, as a range (release_range.py), so that a new release inherits a rule
+# upstream has not removed.  Every code not listed is decided in every release.
+RELEASES: dict[Reason, ReleaseRange] = {
     # 2.14.1 asks the template which inputs take a prologue instead.
-    Reason.PROLOGUE_NON_TRITON_TEMPLATE: ("2.11.0",),
-    Reason.PROLOGUE_NOT_ACCEPTED: ("2.14.1",),
-    Reason.REUSE_MANY_USERS: ("2.14.1",),
-    Reason.REUSE_INLINE_ASM: ("2.14.1",),
-    Reason.STRICT_SUM_ORDER: ("2.14.1",),
-    Reason.STREAM_MISMATCH: ("2.14.1",),
-    Reason.MEMPOOL_MISMATCH: ("2.14.1",),
-    Reason.USER_KERNEL_EPILOGUE: ("2.14.1",),
-    Reason.MULTI_OUTPUT_TEMPLATE_EPILOGUE: ("2.14.1",),
+    Reason.PROLOGUE_NON_TRITON_TEMPLATE: until("2.14.1"),
+    Reason.PROLOGUE_NOT_ACCEPTED: since("2.14.1"),
+    Reason.REUSE_MANY_USERS: since("2.14.1"),
+    Reason.REUSE_INLINE_ASM: since("2.14.1"),
+    Reason.STRICT_SUM_ORDER: since("2.14.1"),
+    Reason.STREAM_MISMATCH: since("2.14.1"),
+    Reason.MEMPOOL_MISMATCH: since("2.14.1"),
+    Reason.USER_KERNEL_EPILOGUE: since("2.14.1"),
+    Reason.MULTI_OUTPUT_TEMPLATE_EPILOGUE: since("2.14.1"),
 }
 
 
@@ -630,6 +632,6 @@ def reasons_table() -> dict[str, dict[str, object]]:
             "description": description,
         }
         if reason in RELEASES:
-            entry["releases"] = list(RELEASES[reason])
+            entry["releases"] = RELEASES[reason].to_json()
         table[reason.value] = entry
     return table
