@@ -2,15 +2,15 @@
 # fresh machine with only Python 3 can run `make report` or `make test`.
 
 PYTHON ?= python3
-# The torch release to work on: 2.14.1 (the current release, the default) or
-# 2.11.0 (the GPU machine's).  Each has its own virtualenv, requirements file
+# The torch release to work on: 2.15.0 (the newest release, the default) or
+# 2.14.1.  Each has its own virtualenv, requirements file
 # and patch series (patches/<release>/); `make test` runs both.
-SUPPORTED_RELEASES := 2.14.1 2.11.0
-TORCH ?= 2.14.1
+SUPPORTED_RELEASES := 2.15.0 2.14.1
+TORCH ?= 2.15.0
 ifeq ($(filter $(TORCH),$(SUPPORTED_RELEASES)),)
 $(error TORCH=$(TORCH) is not supported; choose one of: $(SUPPORTED_RELEASES))
 endif
-VENV := $(if $(filter 2.14.1,$(TORCH)),.venv,.venv-$(TORCH))
+VENV := $(if $(filter $(firstword $(SUPPORTED_RELEASES)),$(TORCH)),.venv,.venv-$(TORCH))
 REQUIREMENTS := requirements/torch-$(TORCH).txt
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-installed

@@ -46,8 +46,7 @@ from patchset import apply_patch, make_patch, PatchError
 
 REPO = Path(__file__).resolve().parent.parent
 # Releases the fork has a patch series for, the default (current) one first.
-# 2.11.0 stays for the GPU machine, which has only that release.
-SUPPORTED_RELEASES = ("2.14.1", "2.11.0")
+SUPPORTED_RELEASES = ("2.15.0", "2.14.1")
 DEFAULT_RELEASE = SUPPORTED_RELEASES[0]
 MANIFEST = Path(".fork") / "manifest.json"
 PTH_NAME = "fusion_fork_overlay.pth"

@@ -26,7 +26,7 @@ from typing import Any, TYPE_CHECKING
 from unittest import mock
 
 import torch
-from torch._inductor.release_range import ALL_RELEASES, ReleaseRange, since, until
+from torch._inductor.release_range import ALL_RELEASES, ReleaseRange, since
 
 
 if TYPE_CHECKING:
@@ -257,6 +257,14 @@ def two_mms_times_scalar(p, q, r, s, c):
     return (p @ q).sin() * c, (r @ s).sin() * c
 
 
+def sin_through_mm_and_cos(x, w):
+    # a.cos() fused into a's kernel is computed (and held) before the matmul
+    # chain, not after it
+    a = x.sin()
+    big = (a @ w).exp() * 2
+    return big.sum(), a.cos()
+
+
 def far_apart(x, y, w):
     a = x.sin()
     for _ in range(66):
@@ -473,10 +481,7 @@ RULES: tuple[Rule, ...] = (
          patch={**CPP_GEMM, "prologue_fusion": False},
          counterfactual={**CPP_GEMM, "prologue_fusion": True},
          why="a pointwise producer of a C++ bmm template with "
-             "config.prologue_fusion off (on: prologue_non_triton_template)"),
-    Rule("prologue_non_triton_template", bmm_of_scaled_sin, BMM,
-         patch={**CPP_GEMM, "prologue_fusion": True}, releases=until("2.14.1"),
-         why="a pointwise producer of a C++ (not Triton) bmm template"),
+             "config.prologue_fusion off (on: prologue_not_accepted)"),
     Rule("prologue_not_accepted", bmm_of_scaled_sin, BMM,
          patch={**CPP_GEMM, "prologue_fusion": True}, releases=since("2.14.1"),
          why="a pointwise producer of a C++ bmm template, which allows a "
@@ -528,6 +533,14 @@ RULES: tuple[Rule, ...] = (
          counterfactual={"score_fusion_memory_threshold": 1},
          why="x.sin() and x.cos() share the 256 bytes of x, fewer than "
              "score_fusion_memory_threshold"),
+    Rule("fusion_raises_peak_memory", sin_through_mm_and_cos,
+         lambda: randn((128, 128), (128, 128)), releases=since("2.15.0"),
+         patch={"fusion_memory_timeline_peak_memory_pct_threshold": 0.0},
+         counterfactual={"fusion_memory_timeline_peak_memory_pct_threshold": None},
+         why="fusing a.cos() into a.sin()'s kernel allocates its output before the "
+             "matmul and the exp, raising the estimated peak, and a threshold of "
+             "0% allows no rise; with the memory-timeline check off (its default) "
+             "they fuse"),
     Rule("nodes_too_far_apart", far_apart,
          lambda: (*randn((2, 2), (2, 2)), torch.eye(2)),
          why="x.sin() and x.cos() share x with 66 mm nodes between them (no "
@@ -606,6 +619,48 @@ RULES: tuple[Rule, ...] = (
          counterfactual={"triton.tiling_prevents_reduction_fusion": False},
          why="Triton only: config.triton.tiling_prevents_reduction_fusion, "
              "checked by the SIMD (Triton) scheduling, not by the C++ backend"),
+    Rule("nested_reduction_append_failed", cpu=False, releases=since("2.15.0"),
+         patch={"triton.nested_reduction": True},
+         counterfactual={"triton.nested_reduction": False},
+         why="Triton only: config.triton.nested_reduction (on by default in "
+             "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
+             "no plan appends the node to an existing outer-plus-grouped reduction pipeline"),
+    Rule("nested_reduction_placement_mismatch", cpu=False, releases=since("2.15.0"),
+         patch={"triton.nested_reduction": True},
+         counterfactual={"triton.nested_reduction": False},
+         why="Triton only: config.triton.nested_reduction (on by default in "
+             "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
+             "the pipeline's producer runs on another stream or memory pool"),
+    Rule("sub_parent_epilogue_planning_failed", cpu=False, releases=since("2.15.0"),
+         patch={"triton.nested_reduction": True},
+         counterfactual={"triton.nested_reduction": False},
+         why="Triton only: config.triton.nested_reduction (on by default in "
+             "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
+             "a staged sub-parent epilogue candidate with no complete plan"),
+    Rule("sub_parent_epilogue_partial", cpu=False, releases=since("2.15.0"),
+         patch={"triton.nested_reduction": True},
+         counterfactual={"triton.nested_reduction": False},
+         why="Triton only: config.triton.nested_reduction (on by default in "
+             "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
+             "a consumer only partly in the reduction's sub-parent epilogue"),
+    Rule("sub_parent_epilogue_invalid", cpu=False, releases=since("2.15.0"),
+         patch={"triton.nested_reduction": True},
+         counterfactual={"triton.nested_reduction": False},
+         why="Triton only: config.triton.nested_reduction (on by default in "
+             "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
+             "the SIMD backend rejects a sub-parent epilogue"),
+    Rule("staged_dependency_unproven", cpu=False, releases=since("2.15.0"),
+         patch={"triton.nested_reduction": True},
+         counterfactual={"triton.nested_reduction": False},
+         why="Triton only: config.triton.nested_reduction (on by default in "
+             "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
+             "a staged plan whose cross-stage reads are not proved"),
+    Rule("staged_reduction_plan_lost", cpu=False, releases=since("2.15.0"),
+         patch={"triton.nested_reduction": True},
+         counterfactual={"triton.nested_reduction": False},
+         why="Triton only: config.triton.nested_reduction (on by default in "
+             "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
+             "a fusion that would lose a staged reduction's plan"),
     Rule("benchmark_slower", cpu=False,
          patch={"benchmark_fusion": True}, counterfactual={"benchmark_fusion": False},
          why="GPU only: config.benchmark_fusion benchmarks Triton kernels"),
@@ -628,6 +683,8 @@ UNTESTED: dict[str, str] = {
     "prologue_padding": "GPU only: checked for Triton template prologues",
     "prologue_needs_upcast": "GPU only: checked for Triton template prologues",
     "foreach_incompatible": "GPU only: foreach kernels need BackendFeature.FOREACH, which the C++ backend lacks",
+    "foreach_cross_dependency": "GPU only: foreach kernels need BackendFeature.FOREACH, which the C++ backend lacks",
+    "reduction_contracts_incompatible": "GPU only: on 2.15.0 only the CUDA backend's can_fuse_reduction_pair refuses (an NVIDIA universal GEMM template whose epilogue reductions conflict)",
     "reduction_shape_mismatch": "GPU only: a check of the SIMD (Triton) scheduling",
     "pointwise_numel_mismatch": "GPU only: a check of the SIMD (Triton) scheduling",
     "native_matmul_tiling": "GPU only: native matmul is generated by Triton",

@@ -3,7 +3,7 @@
 Most tests run the tool on a small fake "installed torch" so that every case
 (a wrong version, a patch whose context moved, an edit left unrefreshed) can be
 staged in a temporary directory.  The last class runs it on the real installed
-torch (2.14.1 or 2.11.0, whichever this virtualenv has) and the repository's
+torch (2.15.0 or 2.14.1, whichever this virtualenv has) and the repository's
 real patches for that release.
 """
 
@@ -51,7 +51,7 @@ class FakeForkTestCase(unittest.TestCase):
         self.overlay = root / "overlay"
         torch = self.site / "torch"
         write(torch / "__init__.py", "from torch._inductor.scheduler import hook\n")
-        write(torch / "version.py", "__version__ = '2.11.0+cpu'\n")
+        write(torch / "version.py", "__version__ = '2.14.1+cpu'\n")
         write(torch / "_inductor" / "__init__.py", "")
         write(
             torch / "_inductor" / "scheduler.py",
@@ -69,7 +69,7 @@ class FakeForkTestCase(unittest.TestCase):
             patched,
         )
         write(
-            self.repo / "patches/2.11.0/torch/_inductor/scheduler.py.patch",
+            self.repo / "patches/2.14.1/torch/_inductor/scheduler.py.patch",
             self.patch_text,
         )
         write(self.repo / "torch/_inductor/fusion_remarks.py", "REMARKS = 1\n")
@@ -79,7 +79,7 @@ class FakeForkTestCase(unittest.TestCase):
         self._tmp.cleanup()
 
     def fork(self) -> fork.Fork:
-        return fork.Fork(self.repo, self.site / "torch", self.overlay, "2.11.0")
+        return fork.Fork(self.repo, self.site / "torch", self.overlay, "2.14.1")
 
     def cli(self, *args: str) -> tuple[int, str]:
         """Run the command line in-process; return (exit code, stdout + stderr)."""
@@ -285,7 +285,7 @@ class TestBuild(FakeForkTestCase):
             os.path.lexists(self.overlay / "torch/_inductor/fusion_remarks.py")
         )
         # Removing the last patch of _inductor/ links the directory whole again.
-        (self.repo / "patches/2.11.0/torch/_inductor/scheduler.py.patch").unlink()
+        (self.repo / "patches/2.14.1/torch/_inductor/scheduler.py.patch").unlink()
         self.assertEqual(self.cli("build")[0], 0)
         self.assertTrue((self.overlay / "torch/_inductor").is_symlink())
         self.assertNotIn(
@@ -306,7 +306,7 @@ class TestPatches(FakeForkTestCase):
         pristine.write_text(pristine.read_text().replace("# line 19\n", "# LINE 19\n"))
         code, out = self.cli("build")
         self.assertEqual(code, 2)
-        self.assertIn("patches/2.11.0/torch/_inductor/scheduler.py.patch", out)
+        self.assertIn("patches/2.14.1/torch/_inductor/scheduler.py.patch", out)
         self.assertIn("hunk #1", out)
         self.assertIn("'# line 19'", out)
         self.assertIn("No fuzz", out)
@@ -348,14 +348,14 @@ class TestPatches(FakeForkTestCase):
 
     def test_corrupt_patch_is_reported(self) -> None:
         broken = self.patch_text.replace("+hooked = True\n", "")
-        write(self.repo / "patches/2.11.0/torch/_inductor/scheduler.py.patch", broken)
+        write(self.repo / "patches/2.14.1/torch/_inductor/scheduler.py.patch", broken)
         code, out = self.cli("build")
         self.assertEqual(code, 2)
         self.assertIn("corrupt", out)
 
     def test_patch_for_a_missing_upstream_file(self) -> None:
         write(
-            self.repo / "patches/2.11.0/torch/_inductor/nonexistent.py.patch",
+            self.repo / "patches/2.14.1/torch/_inductor/nonexistent.py.patch",
             self.patch_text,
         )
         code, out = self.cli("build")
@@ -380,7 +380,7 @@ class TestEditRefresh(FakeForkTestCase):
         # Refresh writes the patch; rebuilding keeps the edit and check passes.
         code, out = self.cli("refresh")
         self.assertEqual(code, 0, out)
-        patch = self.repo / "patches/2.11.0/torch/_inductor/ir.py.patch"
+        patch = self.repo / "patches/2.14.1/torch/_inductor/ir.py.patch"
         self.assertEqual(
             patch.read_text(),
             textwrap.dedent(
@@ -408,7 +408,7 @@ class TestEditRefresh(FakeForkTestCase):
         self.assertIn(
             "+    return 'fork v2'",
             (
-                self.repo / "patches/2.11.0/torch/_inductor/scheduler.py.patch"
+                self.repo / "patches/2.14.1/torch/_inductor/scheduler.py.patch"
             ).read_text(),
         )
         # Reverting an edit and refreshing removes the patch again.
@@ -445,21 +445,21 @@ class TestVersionAndInstall(FakeForkTestCase):
         self.assertEqual(code, 2)
         self.assertIn("found torch 2.10.0+cu128", out)
         # The message lists every supported release and how to set each up.
-        self.assertIn("made for torch 2.14.1 and 2.11.0 only", out)
-        self.assertIn("torch 2.14.1: `make develop`", out)
-        self.assertIn("torch 2.11.0: `TORCH=2.11.0 make develop`", out)
-        self.assertIn("requirements/torch-2.11.0.txt", out)
+        self.assertIn("made for torch 2.15.0 and 2.14.1 only", out)
+        self.assertIn("torch 2.15.0: `make develop`", out)
+        self.assertIn("torch 2.14.1: `TORCH=2.14.1 make develop`", out)
+        self.assertIn("requirements/torch-2.14.1.txt", out)
         self.assertFalse(self.overlay.exists())
 
     def test_release_selects_its_patch_series(self) -> None:
-        # The same repository on a 2.14.1 install uses patches/2.14.1/ only:
-        # the 2.11.0 series is never applied to it.
-        write(self.site / "torch" / "version.py", "__version__ = '2.14.1+cu130'\n")
+        # The same repository on a 2.15.0 install uses patches/2.15.0/ only:
+        # the 2.14.1 series is never applied to it.
+        write(self.site / "torch" / "version.py", "__version__ = '2.15.0+cu132'\n")
         self.assertEqual(self.cli("build")[0], 0)
         scheduler = self.overlay_file("torch/_inductor/scheduler.py")
-        self.assertTrue(scheduler.is_symlink())  # no 2.14.1 patch for it
+        self.assertTrue(scheduler.is_symlink())  # no 2.15.0 patch for it
         write(
-            self.repo / "patches/2.14.1/torch/_inductor/scheduler.py.patch",
+            self.repo / "patches/2.15.0/torch/_inductor/scheduler.py.patch",
             self.patch_text,
         )
         code, out = self.cli("check")
@@ -467,10 +467,10 @@ class TestVersionAndInstall(FakeForkTestCase):
         self.assertEqual(self.cli("build")[0], 0)
         self.assertIn("hooked = True", scheduler.read_text())
         manifest = json.loads((self.overlay / ".fork/manifest.json").read_text())
-        self.assertEqual(manifest["torch_version"], "2.14.1")
+        self.assertEqual(manifest["torch_version"], "2.15.0")
         code, out = self.cli("check")
         self.assertEqual(code, 0, out)
-        self.assertIn("ok: torch 2.14.1", out)
+        self.assertIn("ok: torch 2.15.0", out)
 
     def test_default_overlay_is_per_release(self) -> None:
         # Two virtualenvs (one per release) never share an overlay.
@@ -480,7 +480,7 @@ class TestVersionAndInstall(FakeForkTestCase):
                 ["--repo", str(self.repo), "--torch", str(self.site / "torch"), "build"]
             )
         self.assertEqual(code, 0, out.getvalue())
-        self.assertTrue((self.repo / "build/overlay-2.11.0/torch").is_dir())
+        self.assertTrue((self.repo / "build/overlay-2.14.1/torch").is_dir())
 
     def test_missing_torch(self) -> None:
         with mock.patch.object(
@@ -491,8 +491,8 @@ class TestVersionAndInstall(FakeForkTestCase):
             with self.assertRaises(fork.ForkError) as ctx:
                 fork.locate_pristine_torch(None)
         self.assertIn("torch is not installed", str(ctx.exception))
-        self.assertIn("requirements/torch-2.14.1.txt", str(ctx.exception))
-        self.assertIn("TORCH=2.11.0 make develop", str(ctx.exception))
+        self.assertIn("requirements/torch-2.15.0.txt", str(ctx.exception))
+        self.assertIn("TORCH=2.14.1 make develop", str(ctx.exception))
 
     def test_not_a_torch_directory(self) -> None:
         with self.assertRaises(fork.ForkError) as ctx:
@@ -512,7 +512,7 @@ class TestCheck(FakeForkTestCase):
     def test_check_detects_non_canonical_patch(self) -> None:
         # A hand-written patch with an extra context line still applies but is
         # not what refresh would write.
-        patch = self.repo / "patches/2.11.0/torch/_inductor/scheduler.py.patch"
+        patch = self.repo / "patches/2.14.1/torch/_inductor/scheduler.py.patch"
         patch.write_text(
             patch.read_text().replace("@@ -18,6 +18,7 @@", "@@ -18,6 +18,7 @@ def f():")
         )
@@ -565,10 +565,10 @@ class TestExport(FakeForkTestCase):
         write(self.repo / "torch/_fork.py", "FORK_INFO = None\n")
         version_patch = patchset.make_patch(
             "torch/version.py",
-            "__version__ = '2.11.0+cpu'\n",
-            "__version__ = '2.11.0+cpu'\nfork = 1\n",
+            "__version__ = '2.14.1+cpu'\n",
+            "__version__ = '2.14.1+cpu'\nfork = 1\n",
         )
-        write(self.repo / "patches/2.11.0/torch/version.py.patch", version_patch)
+        write(self.repo / "patches/2.14.1/torch/version.py.patch", version_patch)
         self.assertEqual(self.cli("build")[0], 0)
         out_dir = Path(self._tmp.name) / "series"
         self.assertEqual(self.cli("export", str(out_dir))[0], 0)

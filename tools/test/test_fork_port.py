@@ -27,6 +27,8 @@ import patchset  # noqa: E402
 
 
 OLD, NEW = "2.14.1", "2.15.0"
+# The Makefile's virtualenv of OLD: .venv for the default release.
+OLD_VENV = ".venv" if OLD == fork.DEFAULT_RELEASE else f".venv-{OLD}"
 LINES = "".join(f"# line {i}\n" for i in range(1, 41))
 SCHEDULER = LINES + "def hook():\n    return 'stock'\n"
 IR = "".join(f"# ir {i}\n" for i in range(1, 10)) + "x = 1\n" + "# tail\n" * 5
@@ -343,11 +345,11 @@ class TestErrors(PortTestCase):
         self.assertEqual(code, 2)
         self.assertEqual(len(out.strip().splitlines()), 1, out)
         self.assertIn("TORCH=2.14.1 make develop", out)
-        self.assertIn(str(self.repo / ".venv"), out)
+        self.assertIn(str(self.repo / OLD_VENV), out)
         self.assertFalse(self.out.exists())
 
     def test_old_virtualenv_by_the_makefile_convention(self) -> None:
-        site = self.repo / ".venv/lib/python3.11/site-packages"
+        site = self.repo / OLD_VENV / "lib/python3.11/site-packages"
         site.mkdir(parents=True)
         (site / "torch").symlink_to(self.old)
         code, out = self.cli("--new-torch", str(self.new), explicit=False)
@@ -383,10 +385,10 @@ class TestErrors(PortTestCase):
 
     def test_default_old_is_the_newest_older_supported_release(self) -> None:
         self.assertEqual(fork_port.default_old("2.15.0"), "2.14.1")
-        self.assertEqual(fork_port.default_old("2.12.0"), "2.11.0")
+        self.assertEqual(fork_port.default_old("2.16.0"), "2.15.0")
         self.assertEqual(fork_port.default_old("2.14.10"), "2.14.1")
         with self.assertRaises(fork.ForkError):
-            fork_port.default_old("2.10.0")
+            fork_port.default_old("2.12.0")
 
 
 if __name__ == "__main__":

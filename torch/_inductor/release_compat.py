@@ -18,6 +18,7 @@ from .release_range import release_key, ReleaseRange
 
 
 __all__ = [
+    "COMBO_GROUPS_MEMORY_GATED",
     "RELEASE",
     "REUSE_HEAVY_CPU_OPS",
     "REUSE_RULE_HAS_INLINE_ASM",
@@ -33,7 +34,7 @@ __all__ = [
 
 # Releases with a patch series, oldest first.  tools/fork.py, the Makefile and
 # requirements/ name them too; tools/test/test_fork.py checks they agree.
-SUPPORTED_RELEASES: tuple[str, ...] = ("2.11.0", "2.14.1")
+SUPPORTED_RELEASES: tuple[str, ...] = ("2.14.1", "2.15.0")
 
 
 def _release_of(version: str) -> str:
@@ -126,13 +127,22 @@ _COMBO_STEP_GATES_OFF: dict[str, object] = {
 }
 
 
+# 2.15.0 rewrote the combo-kernel step: groups handed to it (the launch-bound
+# combo pass's, as a custom grouping callback's) take its path without the
+# distance window and the peak-memory gate, which only its own grouping has.
+COMBO_GROUPS_MEMORY_GATED: bool = not release_at_least("2.15.0")
+
+
 def combo_step_gates() -> dict[str, object]:
-    """The gates of upstream's combo-kernel step that are on, by option name,
-    with their values: what may have left a group's kernels apart."""
+    """The gates of upstream's combo-kernel step that are on for the pass's
+    groups, by option name, with their values: what may have left a group's
+    kernels apart."""
     from . import config
 
     gates: dict[str, object] = {}
     for name, off in _COMBO_STEP_GATES_OFF.items():
+        if not COMBO_GROUPS_MEMORY_GATED and name != "benchmark_combo_kernel":
+            continue
         value = getattr(config, name, off)
         if name == "combo_kernel_max_distance" and value < 0:
             continue

@@ -410,6 +410,43 @@ def refused(
         rec.report_failure(e)
 
 
+def blocked_by_placement(
+    scheduler: Scheduler, node1: BaseSchedulerNode, node2: BaseSchedulerNode
+) -> None:
+    """``Scheduler._fusion_blocked_by_placement`` (2.15.0) refused this pair:
+    the nodes run on different CUDA streams or in different memory pools
+    (the stream and mempool rules of 2.14.1's ``_can_fuse``), or are one node."""
+    if not rec.is_enabled() and rec.forcing is None:
+        return
+    if node1 is node2:
+        return  # a node is not paired with itself: no boundary to explain
+    try:
+        if scheduler.get_node_stream(node1) != scheduler.get_node_stream(node2):
+            refused(node1, node2, Reason.STREAM_MISMATCH, "different streams")
+        else:
+            refused(node1, node2, Reason.MEMPOOL_MISMATCH, "different mempools")
+    except Exception as e:
+        rec.report_failure(e)
+
+
+def overturned(
+    node1: BaseSchedulerNode, node2: BaseSchedulerNode, code: Reason, detail: str
+) -> None:
+    """A check that runs after a pair's verdict (``Scheduler.can_fuse``'s
+    peak-memory check on 2.15.0) refused it: the recorded verdict becomes
+    that refusal."""
+    if not rec.is_enabled() and rec.forcing is None:
+        return
+    try:
+        recorder = rec.current_recorder(create=False)
+        if recorder is not None:
+            _amend_verdict_by_names(
+                recorder, node1.get_name(), node2.get_name(), code, detail
+            )
+    except Exception as e:
+        rec.report_failure(e)
+
+
 def checked(
     result: bool,
     node1: BaseSchedulerNode,

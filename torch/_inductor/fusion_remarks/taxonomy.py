@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 
-from ..release_range import ReleaseRange, since, until
+from ..release_range import ReleaseRange, since
 
 
 class Kind(str, enum.Enum):
@@ -112,10 +112,21 @@ class Reason(str, enum.Enum):
     MEMPOOL_MISMATCH = "mempool_mismatch"
     USER_KERNEL_EPILOGUE = "user_kernel_epilogue"
     MULTI_OUTPUT_TEMPLATE_EPILOGUE = "multi_output_template_epilogue"
+    # Rules of torch 2.15.0's Scheduler.can_fuse: nested and staged
+    # reductions (config.triton.nested_reduction), the backends' reduction
+    # contracts and the memory-timeline peak rule.
+    REDUCTION_CONTRACTS_INCOMPATIBLE = "reduction_contracts_incompatible"
+    NESTED_REDUCTION_APPEND_FAILED = "nested_reduction_append_failed"
+    NESTED_REDUCTION_PLACEMENT_MISMATCH = "nested_reduction_placement_mismatch"
+    SUB_PARENT_EPILOGUE_PLANNING_FAILED = "sub_parent_epilogue_planning_failed"
+    SUB_PARENT_EPILOGUE_PARTIAL = "sub_parent_epilogue_partial"
+    SUB_PARENT_EPILOGUE_INVALID = "sub_parent_epilogue_invalid"
+    STAGED_DEPENDENCY_UNPROVEN = "staged_dependency_unproven"
+    STAGED_REDUCTION_PLAN_LOST = "staged_reduction_plan_lost"
+    FUSION_RAISES_PEAK_MEMORY = "fusion_raises_peak_memory"
     # Scheduler: template prologue and epilogue rules.
     PROLOGUE_DISABLED = "prologue_disabled"
     PROLOGUE_NOT_POINTWISE = "prologue_not_pointwise"
-    PROLOGUE_NON_TRITON_TEMPLATE = "prologue_non_triton_template"
     PROLOGUE_NOT_ACCEPTED = "prologue_not_accepted"
     PROLOGUE_INPUT_NOT_ALLOWED = "prologue_input_not_allowed"
     PROLOGUE_MUTATION = "prologue_mutation"
@@ -140,6 +151,7 @@ class Reason(str, enum.Enum):
     NODES_TOO_FAR_APART = "nodes_too_far_apart"
     # Scheduler: backends.
     FOREACH_INCOMPATIBLE = "foreach_incompatible"
+    FOREACH_CROSS_DEPENDENCY = "foreach_cross_dependency"
     REDUCTION_SHAPE_MISMATCH = "reduction_shape_mismatch"
     POINTWISE_NUMEL_MISMATCH = "pointwise_numel_mismatch"
     NATIVE_MATMUL_TILING = "native_matmul_tiling"
@@ -340,6 +352,42 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
         _L,
         "a reduction must keep eager's summation order (it has a strict sum): fusing it with a template or another reduction would reorder its additions and change the rounding",
     ),
+    R.REDUCTION_CONTRACTS_INCOMPATIBLE: (
+        _B,
+        "the backend's can_fuse_reduction_pair refused the pair: the two reductions cannot be kept in one kernel by this backend (on 2.15.0 only the CUDA backend refuses: an NVIDIA universal GEMM template whose epilogue reductions conflict)",
+    ),
+    R.NESTED_REDUCTION_APPEND_FAILED: (
+        _B,
+        "config.triton.nested_reduction: the node cannot be appended to an existing outer-plus-grouped reduction pipeline (no plan places it)",
+    ),
+    R.NESTED_REDUCTION_PLACEMENT_MISMATCH: (
+        _L,
+        "config.triton.nested_reduction: the node the pipeline would append to runs on another CUDA stream or in another memory pool",
+    ),
+    R.SUB_PARENT_EPILOGUE_PLANNING_FAILED: (
+        _B,
+        "config.triton.nested_reduction: a reduction and its consumers look like a staged sub-parent epilogue, but no complete plan exists, and such a candidate must not fall back to ordinary fusion",
+    ),
+    R.SUB_PARENT_EPILOGUE_PARTIAL: (
+        _B,
+        "config.triton.nested_reduction: only part of the consumer belongs to the reduction's sub-parent epilogue, so the staged kernel cannot take it",
+    ),
+    R.SUB_PARENT_EPILOGUE_INVALID: (
+        _B,
+        "config.triton.nested_reduction: the backend rejected fusing this pointwise node as a sub-parent epilogue of the reduction it depends on",
+    ),
+    R.STAGED_DEPENDENCY_UNPROVEN: (
+        _L,
+        "config.triton.nested_reduction: the staged plan's cross-stage reads could not be proved to read what the producer stage wrote, so fusing could read wrong values",
+    ),
+    R.STAGED_REDUCTION_PLAN_LOST: (
+        _B,
+        "config.triton.nested_reduction: fusing would lose a staged reduction's sub-parent epilogue plan, which the kernel needs",
+    ),
+    R.FUSION_RAISES_PEAK_MEMORY: (
+        _H,
+        "Scheduler.can_fuse's memory-timeline check (config.fusion_memory_timeline_peak_memory_increase_gb or _pct_threshold, both off by default) estimated that fusing raises the graph's peak memory beyond its limit",
+    ),
     R.STREAM_MISMATCH: (
         _L,
         "the nodes are assigned to different CUDA streams: one kernel runs on one stream, so fusing would move work across the user's stream boundary",
@@ -361,13 +409,9 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
         _B,
         "only pointwise nodes can be fused into a template as a prologue",
     ),
-    R.PROLOGUE_NON_TRITON_TEMPLATE: (
-        _B,
-        "prologue fusion is only implemented for Triton templates",
-    ),
     R.PROLOGUE_NOT_ACCEPTED: (
         _B,
-        "the template accepts a prologue on none of its inputs (every non-Triton template, and Triton templates that allow none): 2.14.1's form of prologue_non_triton_template",
+        "the template accepts a prologue on none of its inputs (every non-Triton template, and Triton templates that allow none)",
     ),
     R.PROLOGUE_INPUT_NOT_ALLOWED: (
         _B,
@@ -435,6 +479,10 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     R.NODES_TOO_FAR_APART: (
         _H,
         "the nodes are too far apart in the original order; fusing may increase peak memory",
+    ),
+    R.FOREACH_CROSS_DEPENDENCY: (
+        _L,
+        "a foreach consumer's member reads what a producer member other than its own partner writes: each pair becomes one sub-kernel and the sub-kernels run in parallel, so the read could see the value before it is written",
     ),
     R.FOREACH_INCOMPATIBLE: (
         _B,
@@ -609,8 +657,6 @@ del R
 # it, as a range (release_range.py), so that a new release inherits a rule
 # upstream has not removed.  Every code not listed is decided in every release.
 RELEASES: dict[Reason, ReleaseRange] = {
-    # 2.14.1 asks the template which inputs take a prologue instead.
-    Reason.PROLOGUE_NON_TRITON_TEMPLATE: until("2.14.1"),
     Reason.PROLOGUE_NOT_ACCEPTED: since("2.14.1"),
     Reason.REUSE_MANY_USERS: since("2.14.1"),
     Reason.REUSE_INLINE_ASM: since("2.14.1"),
@@ -619,6 +665,16 @@ RELEASES: dict[Reason, ReleaseRange] = {
     Reason.MEMPOOL_MISMATCH: since("2.14.1"),
     Reason.USER_KERNEL_EPILOGUE: since("2.14.1"),
     Reason.MULTI_OUTPUT_TEMPLATE_EPILOGUE: since("2.14.1"),
+    Reason.REDUCTION_CONTRACTS_INCOMPATIBLE: since("2.15.0"),
+    Reason.NESTED_REDUCTION_APPEND_FAILED: since("2.15.0"),
+    Reason.NESTED_REDUCTION_PLACEMENT_MISMATCH: since("2.15.0"),
+    Reason.SUB_PARENT_EPILOGUE_PLANNING_FAILED: since("2.15.0"),
+    Reason.SUB_PARENT_EPILOGUE_PARTIAL: since("2.15.0"),
+    Reason.SUB_PARENT_EPILOGUE_INVALID: since("2.15.0"),
+    Reason.STAGED_DEPENDENCY_UNPROVEN: since("2.15.0"),
+    Reason.STAGED_REDUCTION_PLAN_LOST: since("2.15.0"),
+    Reason.FUSION_RAISES_PEAK_MEMORY: since("2.15.0"),
+    Reason.FOREACH_CROSS_DEPENDENCY: since("2.15.0"),
 }
 
 
