@@ -9,8 +9,8 @@ remote command carries at most 64 MiB with the working tree.  So:
   (``requirements/gpu-machine.txt``), downloads with pip the wheels of what is
   missing there or there at an incompatible version, and splits one uncompressed
   tar stream of them into ``.gpu-parts/RELEASE/part-NNN`` of at most 60,000,000
-  bytes beside a ``manifest.json`` (``--shrink`` drops torch's headers and tools and
-  Triton's Blackwell binaries; ``--keep NAME`` keeps the machine's NAME whatever the
+  bytes beside a ``manifest.json`` (``--shrink`` drops torch's tools and CMake files and
+  Triton's static libraries, about 3%; ``--keep NAME`` keeps the machine's NAME whatever the
   pins; the packages of ``requirements/gpu-compatible.txt`` are kept wherever the
   pins name the machine's major.minor release, e.g. its cuda-toolkit 13.0.2, which
   served 2.14.1 though 2.14.1 pins 13.0.3);
@@ -35,6 +35,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import zipfile
 from datetime import datetime, timezone
@@ -70,8 +71,15 @@ PLATFORMS = (
     + [f"manylinux{alias}_x86_64" for alias in ("2014", "2010", "1")]
     + ["linux_x86_64"]
 )
-# What --shrink drops (the GPU machine needs neither headers nor Blackwell code).
+# What --shrink keeps of torch's tools (the rest of torch/bin/ and torch/share/
+# go).  Headers stay: Inductor's C++ code generation for the CPU includes them
+# (torch/csrc/inductor/cpp_prefix.h); so does Triton's ptxas-blackwell, whose
+# path Triton 3.9 resolves on a Hopper GPU too (both dropped, 2.15.0's CPU
+# kernels and every Triton compile failed on the H100).
 SHRINK_KEEP_TORCH_BIN = "torch/bin/torch_shm_manager"
+# The cache folder of shrunk wheels, named after these rules: a change of the
+# rules must not reuse wheels shrunk by the old ones.
+SHRINK_CACHE = "shrunk-v2"
 
 
 class UserError(Exception):
@@ -328,18 +336,16 @@ def shrink(wheel: Path, cache: Path) -> Path:
     if package == "torch":
 
         def drop(name: str) -> bool:
-            return name.startswith(("torch/include/", "torch/share/")) or (
+            return name.startswith("torch/share/") or (
                 name.startswith("torch/bin/") and name != SHRINK_KEEP_TORCH_BIN
             )
     elif package == "triton":
 
         def drop(name: str) -> bool:
-            # Binaries only: gluon's blackwell *.py modules are imported on Hopper too.
-            native = name.startswith("triton/backends/") and "blackwell" in name
-            return native or name.endswith(".a")
+            return name.endswith(".a")  # static libraries: nothing links them
     else:
         return wheel
-    target = cache / "shrunk" / wheel.name
+    target = cache / SHRINK_CACHE / wheel.name
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -748,13 +754,53 @@ def cmd_inventory(args) -> int:
     return 0
 
 
+def cmd_hide(args) -> int:
+    """A virtualenv with the running Python's packages but NAME...: symlinks.
+
+    The GPU machine's packages built against its own torch can break a
+    carried one: its torchaudio (CUDA 13.0) refuses torch 2.15.0 (CUDA 13.2)
+    at import, and transformers imports torchaudio whenever it is installed.
+    The fork uses no hidden package; everything else stays as the machine has
+    it.  Prints ``PATH=...`` last, the virtualenv's bin first.
+    """
+    hidden = {normalize(name) for name in args.names}
+    site = Path(args.site or sysconfig.get_paths()["purelib"])
+    venv = Path(args.venv)
+    if not (venv / "bin" / "python3").exists():
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True
+        )
+    ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    target = venv / "lib" / ver / "site-packages"
+    target.mkdir(parents=True, exist_ok=True)
+    linked, skipped = 0, []
+    for entry in sorted(site.iterdir()):
+        package = normalize(entry.name.split("-", 1)[0].split(".", 1)[0])
+        link = target / entry.name
+        if package in hidden:
+            skipped.append(entry.name)
+            if link.is_symlink():
+                link.unlink()
+            continue
+        if not link.exists() and not link.is_symlink():
+            link.symlink_to(entry)
+        linked += 1
+    print(f"{venv}: {linked} entries of {site}; hidden: {', '.join(skipped) or 'none'}")
+    print(f"PATH={venv / 'bin'}:{os.environ.get('PATH', '')}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="gpu_env.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("pack", help="resolve, download and split a release")
     p.set_defaults(func=cmd_pack)
     p.add_argument("release")
-    p.add_argument("--shrink", action="store_true", help="drop headers and the like")
+    p.add_argument(
+        "--shrink",
+        action="store_true",
+        help="drop torch's tools and CMake files, Triton's static libraries",
+    )
     p.add_argument("--part-bytes", type=int, default=DEFAULT_PART_BYTES)
     p.add_argument("--out", help="default: .gpu-parts/RELEASE in the repository")
     p.add_argument("--cache", default=str(DEFAULT_CACHE))
@@ -778,6 +824,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stage", help=f"default: {STAGE_ROOT}/RELEASE")
     p.add_argument("--into", help="default: /tmp/torch-RELEASE")
     p.add_argument("--drop-parts", action="store_true", help="delete them after")
+    p = sub.add_parser(
+        "hide", help="a virtualenv of this Python's packages but NAME..."
+    )
+    p.set_defaults(func=cmd_hide)
+    p.add_argument("names", nargs="+", metavar="NAME")
+    p.add_argument("--venv", default="/tmp/gpu-env-venv")
+    p.add_argument("--site", help="default: this Python's site-packages")
     p = sub.add_parser("inventory", help="print `pip list --format=freeze`")
     p.set_defaults(func=cmd_inventory)
     try:

@@ -5,8 +5,9 @@
   ``docs/source/torch.compiler_fusion_remarks.md``;
 * the ablation switches' options (``torch._inductor.fusion_ablation``), each
   with the torch releases it applies to, and the classification of the config
-  options torch 2.14.1 added (``torch._inductor.fusion_ablation_options``) in
-  ``docs/source/torch.compiler_fusion_ablation.md``.
+  options each release added since the supported release before it
+  (``torch._inductor.fusion_ablation_options.ADDED``: 2.14.1's and 2.15.0's),
+  in ``docs/source/torch.compiler_fusion_ablation.md``.
 
 The docs are written from the code so the two cannot drift (tests check it).
 The tables list every release's entries, so any supported release's Python
@@ -60,15 +61,14 @@ def kept_table() -> str:
     return "\n".join(rows)
 
 
-def added_table() -> str:
+def added_table(added: tuple[fusion_ablation_options.AddedOption, ...]) -> str:
     rows = ["| option | verdict | why |", "|---|---|---|"]
-    for a in fusion_ablation_options.ADDED_IN_2_14_1:
+    for a in added:
         rows.append(f"| `{a.option}` | {a.verdict.value} | {a.why()} |")
     return "\n".join(rows)
 
 
-def added_counts() -> str:
-    added = fusion_ablation_options.ADDED_IN_2_14_1
+def added_counts(added: tuple[fusion_ablation_options.AddedOption, ...]) -> str:
     counts = [
         f"{sum(a.verdict is v for a in added)} {v.value}"
         for v in fusion_ablation_options.Verdict
@@ -76,13 +76,23 @@ def added_counts() -> str:
     return f"{len(added)} options: " + ", ".join(counts) + "."
 
 
+def added_sections() -> str:
+    """One section per release of ``ADDED``, the newest first."""
+    sections = []
+    for added in reversed(fusion_ablation_options.ADDED):
+        sections.append(
+            f"### torch {added.release} (since {added.previous})\n\n"
+            f"{added_counts(added.options)}\n\n{added_table(added.options)}"
+        )
+    return "\n\n".join(sections)
+
+
 TABLES = {
     "torch.compiler_fusion_remarks.md": {"reasons": reasons_table},
     "torch.compiler_fusion_ablation.md": {
         "fusion_only": lambda: held_table(fusion_ablation.FUSION_ONLY),
         "kept": kept_table,
-        "added_counts": added_counts,
-        "added_options": added_table,
+        "added": added_sections,
         "no_fusion": lambda: held_table(fusion_ablation.NO_FUSION),
     },
 }

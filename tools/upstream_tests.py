@@ -148,6 +148,16 @@ class _Missing:
         raise ImportError(f"{self._name} is not in this torch")
 
 
+def _is_submodule(package: str, name: str) -> bool:
+    """Whether ``from package import name`` imports a submodule."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(f"{package}.{name}") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def compat_copy(file: str, out_dir: Path) -> tuple[Path, list[str]]:
     """Copy ``file`` into ``out_dir``, adapting what this torch lacks (see HELPERS)."""
     import ast
@@ -203,7 +213,11 @@ def compat_copy(file: str, out_dir: Path) -> tuple[Path, list[str]]:
             module = importlib.import_module(node.module)
         except ImportError:
             continue
-        absent = [a for a in node.names if not hasattr(module, a.name)]
+        absent = [
+            a
+            for a in node.names
+            if not hasattr(module, a.name) and not _is_submodule(node.module, a.name)
+        ]
         if not absent:
             continue
         missing += [f"{node.module}.{a.name}" for a in absent]
@@ -224,8 +238,13 @@ def compat_copy(file: str, out_dir: Path) -> tuple[Path, list[str]]:
     out = out_dir / Path(file).name
     out.write_text("".join(lines))
     for name, text in HELPERS.items():
-        if not (Path(file).parent / name).exists():
+        source = Path(file).parent / name
+        if not source.exists():
             (out_dir / name).write_text(text)
+        elif not (out_dir / name).exists():
+            # The fetched helper module itself (e.g. upstream's
+            # test_torchinductor.py), imported by this file but not run.
+            compat_copy(str(source), out_dir)
     (out_dir / "upstream_compat.py").write_text(
         "class _Missing:\n"
         + "".join(
@@ -236,7 +255,14 @@ def compat_copy(file: str, out_dir: Path) -> tuple[Path, list[str]]:
     return out, missing
 
 
-def run(file: str, arm: str, overlay: str | None, timeout: int, log_dir: Path) -> dict:
+def run(
+    file: str,
+    arm: str,
+    overlay: str | None,
+    timeout: int,
+    log_dir: Path,
+    select: str | None = None,
+) -> dict:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     if arm == "stock":
         env["FUSION_FORK_DISABLE"] = "1"
@@ -265,6 +291,7 @@ def run(file: str, arm: str, overlay: str | None, timeout: int, log_dir: Path) -
                     "no:cacheprovider",
                     "-p",
                     "no:logging",
+                    *(["-k", select] if select else []),
                     str(Path(file).resolve()),
                 ],
                 env=env,
@@ -302,9 +329,26 @@ def main() -> int:
     )
     parser.add_argument("--logs", default="build/upstream-test-logs")
     parser.add_argument("--json", help="write counts and regressions here")
+    parser.add_argument(
+        "--select",
+        action="append",
+        default=[],
+        metavar="FILE=EXPR",
+        help="run only FILE's tests that pytest -k EXPR selects (FILE: the "
+        "file's name, e.g. test_torchinductor.py); repeatable",
+    )
     args = parser.parse_args()
     log_dir = Path(args.logs)
     log_dir.mkdir(parents=True, exist_ok=True)
+    selections = {}
+    for item in args.select:
+        name, sep, expr = item.partition("=")
+        if not sep or not expr:
+            parser.error(f"--select takes FILE=EXPR, not {item!r}")
+        selections[name] = expr
+    unknown = set(selections) - {Path(file).name for file in args.files}
+    if unknown:
+        parser.error(f"--select names files not given: {sorted(unknown)}")
 
     copies = {}
     for file in args.files:
@@ -316,13 +360,24 @@ def main() -> int:
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = {
             job: pool.submit(
-                run, str(copies[job[0]]), job[1], args.overlay, args.timeout, log_dir
+                run,
+                str(copies[job[0]]),
+                job[1],
+                args.overlay,
+                args.timeout,
+                log_dir,
+                selections.get(Path(job[0]).name),
             )
             for job in jobs
         }
         results = {job: future.result() for job, future in futures.items()}
 
-    summary: dict[str, object] = {"files": {}, "regressions": [], "not_reached": []}
+    summary: dict[str, object] = {
+        "files": {},
+        "regressions": [],
+        "not_reached": [],
+        "select": selections,
+    }
     print(
         f"{'file':32} {'arm':5} {'passed':>6} {'failed':>6} {'errors':>6} "
         f"{'skipped':>7} {'seconds':>7}"

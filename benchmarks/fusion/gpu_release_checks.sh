@@ -9,7 +9,7 @@
 #   tests      every CUDA test class (pytest-xdist, WORKERS processes) and the
 #              remark coverage of the default model set in default mode (full
 #              shapes) and max-autotune-no-cudagraphs (AUTOTUNE_SHAPES, CI
-#              shapes unless set; three processes), side by side; with BEFORE=DIR (a
+#              shapes unless set; four processes), side by side; with BEFORE=DIR (a
 #              copy of files of an earlier tree, paths as in the repository)
 #              the tests named by BEFORE_K also run on the tree with those
 #              files, to show a failure the current tree fixes
@@ -33,6 +33,20 @@ python3 tools/gpu_env.py unpack "$release" >"$OUT/unpack.txt" 2>&1 || {
     exit 1
 }
 export "$(tail -n 1 "$OUT/unpack.txt")"
+# the machine's torchaudio (built for its own torch's CUDA) refuses a carried
+# torch of another CUDA, and transformers imports it: a virtualenv of the
+# machine's packages without it comes first on PATH
+python3 tools/gpu_env.py hide torchaudio >"$OUT/hide.txt" 2>&1 || {
+    cat "$OUT/hide.txt"
+    exit 1
+}
+export "$(tail -n 1 "$OUT/hide.txt")"
+# Triton 3.9 resolves its ptxas-blackwell on Hopper too: a part packed with an
+# older --shrink lacks it, and the Hopper ptxas serves
+ptxas=$(python3 -c "import triton, os; print(os.path.join(os.path.dirname(triton.__file__), 'backends/nvidia/bin'))" 2>/dev/null)
+if [ -n "$ptxas" ] && [ ! -e "$ptxas/ptxas-blackwell" ]; then
+    export TRITON_PTXAS_BLACKWELL_PATH="$ptxas/ptxas"
+fi
 python3 tools/fork.py run -- python3 -c "
 import torch, triton, sys
 print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda,
@@ -74,11 +88,12 @@ tests)
         --device cuda --modes default --shapes "${SHAPES:-full}" --models "$models" \
         --json "$OUT/coverage_default.json" >"$OUT/coverage_default.log" 2>&1 &
     # max-autotune-no-cudagraphs: convolutions against ATen only (whole-CNN
-    # autotuning takes minutes a model), in three processes
+    # autotuning takes minutes a model), in four processes (convnext_tiny and
+    # bert, the longest, in one of their own)
     mkdir -p "$OUT/autotune"
     set -- $(echo "$models" | tr , ' ')
     shard=0
-    for part in "$(echo "$@" | cut -d' ' -f1-5)" "$(echo "$@" | cut -d' ' -f6-9)" "$(echo "$@" | cut -d' ' -f10-)"; do
+    for part in "$(echo "$@" | cut -d' ' -f1-3)" "$(echo "$@" | cut -d' ' -f4-5)" "$(echo "$@" | cut -d' ' -f6-8)" "$(echo "$@" | cut -d' ' -f9-)"; do
         [ -n "$part" ] || continue
         shard=$((shard + 1))
         TORCHINDUCTOR_MAX_AUTOTUNE_CONV_BACKENDS=ATEN timeout "$deadline" python3 tools/fork.py run -- \

@@ -11,10 +11,12 @@ Results equal eager in every combination, over upstream's OpInfo database and
 over the benchmarks' default model set.
 
 Per release: fusion_only holds the options of the running torch release only
-(an entry's ``releases``), and every config option torch 2.14.1 added since
-2.11.0 is classified (``fusion_ablation_options``): the test compares the
-running release's stock option names with 2.11.0's, committed in
-``fusion_ablation_options_2.11.0.txt`` next to this file.
+(an entry's ``releases``), and every config option the running release added
+since the supported release before it is classified
+(``fusion_ablation_options.ADDED``): the test compares the running release's
+stock option names with the previous release's, committed in
+``fusion_ablation_options_<release>.txt`` next to this file (2.11.0's for
+2.14.1, 2.14.1's for 2.15.0).
 """
 
 import inspect
@@ -35,7 +37,7 @@ from torch._inductor import (
     release_compat,
 )
 from torch._inductor.fusion_remarks import analysis as fusion_analysis
-from torch._inductor.release_range import since
+from torch._inductor.release_range import release_key
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
 from torch.testing._internal.common_device_type import (
@@ -53,10 +55,20 @@ REPO = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(REPO, "benchmarks", "fusion"))
 
 ON_2_14_1 = release_compat.release_at_least("2.14.1")
-# The FUSION_ONLY entries of options torch 2.14.1 added.
-HELD_SINCE_2_14_1 = [
-    h for h in fusion_ablation.FUSION_ONLY if h.releases == since("2.14.1")
-]
+ON_2_15_0 = release_compat.release_at_least("2.15.0")
+# The FUSION_ONLY entries of the options each release added, by release.
+HELD_SINCE = {
+    added.release: [
+        h for h in fusion_ablation.FUSION_ONLY if h.releases.since == added.release
+    ]
+    for added in fusion_ablation_options.ADDED
+}
+# What the running release added, and what it is compared with (None on the
+# oldest supported release).
+ADDED_HERE = next(
+    (a for a in fusion_ablation_options.ADDED if a.release == release_compat.RELEASE),
+    None,
+)
 
 SWITCHES = {
     "no_fusion": {"no_fusion": True},
@@ -309,9 +321,18 @@ def stock_option_names():
     return set(result.stdout.split())
 
 
-def option_names_2_11_0():
-    with open(os.path.join(HERE, "fusion_ablation_options_2.11.0.txt")) as f:
+def option_names_of(release):
+    """The committed option names of ``release`` (None: no file for it)."""
+    path = os.path.join(HERE, f"fusion_ablation_options_{release}.txt")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
         return {line.strip() for line in f if line.strip() and line[0] != "#"}
+
+
+def not_here(entries):
+    """The entries of ``entries`` whose releases exclude the running one."""
+    return [h for h in entries if not release_compat.applies_here(h.releases)]
 
 
 class TestFusionOnlyPerRelease(TestCase):
@@ -355,19 +376,32 @@ class TestFusionOnlyPerRelease(TestCase):
         ):
             torch.compile(sin_plus_cos)(torch.randn(64))
         self.assertEqual(seen, [{h.option: h.value for h in held}])
-        self.assertEqual(
-            [h for h in HELD_SINCE_2_14_1 if h in held],
-            HELD_SINCE_2_14_1 if ON_2_14_1 else [],
-        )
+        for release, entries in HELD_SINCE.items():
+            with self.subTest(release=release):
+                self.assertTrue(entries)
+                self.assertEqual(
+                    [h for h in entries if h in held],
+                    fusion_ablation.for_this_release(entries),
+                )
+                if not release_compat.release_at_least(release):
+                    self.assertFalse(fusion_ablation.for_this_release(entries))
 
-    @unittest.skipIf(ON_2_14_1, "the 2.14.1 options exist here and are held")
-    def test_2_14_1_options_are_not_applied_on_2_11_0(self):
-        self.assertTrue(HELD_SINCE_2_14_1)
+    def test_other_releases_options_are_not_applied(self):
+        # Every supported release has entries of other releases: 2.11.0 the
+        # options later ones added, 2.15.0 the names it renamed
+        # (benchmark_epilogue_fusion).
+        other = not_here(fusion_ablation.FUSION_ONLY)
+        self.assertTrue(other)
         with torch._inductor.config.patch(fusion_only=True):
             held = {h.option for _, h in fusion_ablation.held_options()}
-        for h in HELD_SINCE_2_14_1:
-            self.assertNotIn(h.option, held)
-            self.assertNotIn(h.option, running_option_names())
+        for h in other:
+            with self.subTest(option=h.option):
+                self.assertNotIn(h.option, held)
+                if h.releases.since is not None and release_key(
+                    release_compat.RELEASE
+                ) < release_key(h.releases.since):
+                    # an option of a later release does not exist here
+                    self.assertNotIn(h.option, running_option_names())
         # Compiling under the switch patches none of them (an unknown option
         # would fail the config patch).
         rep = compiled_under(
@@ -378,7 +412,27 @@ class TestFusionOnlyPerRelease(TestCase):
             for r in rep.graphs[0]["remarks"]
             if r["reason"] == "config_held_off"
         }
-        self.assertFalse(remarked & {h.option for h in HELD_SINCE_2_14_1})
+        self.assertFalse(remarked & {h.option for h in other})
+
+    def test_held_options_exist_and_are_not_aliases(self):
+        # An option a release removed must end its entry there (until); one
+        # it renamed is held by its new name, not through a deprecated alias
+        # (which warns when set).
+        for table in (fusion_ablation.FUSION_ONLY, fusion_ablation.NO_FUSION):
+            for h in fusion_ablation.for_this_release(table):
+                with self.subTest(option=h.option):
+                    module, name = fusion_ablation._config_of(h.option)
+                    self.assertIn(name, module._config)
+                    entry = module._config[name]
+                    self.assertIsNone(getattr(entry, "alias", None))
+                    self.assertFalse(getattr(entry, "deprecated", False))
+
+    def test_no_conflict_warning_without_a_conflict(self):
+        # fusion_only compiled with no mode or patch asks for nothing it
+        # holds: no warning (an option read through an alias once made one).
+        fusion_ablation._warned.clear()
+        with self.assertNoLogs(fusion_ablation.log, "WARNING"):
+            compiled_under(self, SWITCHES["both"], sin_plus_cos, torch.randn(64))
 
     def test_two_step_variance_held(self):
         # The counterfactual of cpp.use_two_step_variance_threshold: 2.14.1
@@ -420,36 +474,132 @@ class TestFusionOnlyPerRelease(TestCase):
         self.assertEqual(calls(SWITCHES["fusion_only"]), 0)
 
 
-class TestAddedOptions(TestCase):
-    """Every option torch 2.14.1 added is classified for fusion_only."""
+@unittest.skipUnless(
+    HAS_GPU and GPU_TYPE == "cuda" and torch.version.hip is None and ON_2_15_0,
+    "triton.scalar_accumulators is new in 2.15.0 and CUDA-only",
+)
+class TestScalarAccumulatorsHeld(TestCase):
+    def test_argmax_helper(self):
+        # The counterfactual of triton.scalar_accumulators that fusion_only
+        # would otherwise keep: 2.15.0 computes an argmax over a whole row
+        # (a persistent reduction) by its two-pass helper, fusion_only by
+        # 2.14.1's single tl.reduce.
+        def helper(switches):
+            torch._dynamo.reset()
+            with torch._inductor.config.patch(switches):
+                _, codes = run_and_get_code(
+                    torch.compile(lambda x: torch.argmax(x, -1)),
+                    torch.randn(64, 512, device=GPU_TYPE),
+                )
+            code = "\n".join(codes)
+            if "max_with_first_index" in code:
+                return "two-pass"
+            return "one-pass" if "max_with_index" in code else code
 
-    added = fusion_ablation_options.ADDED_IN_2_14_1
+        self.assertEqual(helper({}), "two-pass")
+        self.assertEqual(helper(SWITCHES["fusion_only"]), "one-pass")
+
+
+class TestAddedOptions(TestCase):
+    """Every option each release added is classified for fusion_only."""
+
     Verdict = fusion_ablation_options.Verdict
 
     def test_classification_is_consistent(self):
-        names = [a.option for a in self.added]
-        self.assertEqual(names, sorted(set(names)))
-        held = [a.option for a in self.added if a.verdict is self.Verdict.HELD]
-        self.assertEqual(held, sorted(h.option for h in HELD_SINCE_2_14_1))
-        for a in self.added:
-            with self.subTest(option=a.option):
-                # A held option's reason is its FUSION_ONLY entry's.
-                self.assertEqual(a.reason == "", a.verdict is self.Verdict.HELD)
-                self.assertTrue(a.why())
-        self.assertFalse(set(names) & option_names_2_11_0())
+        releases = [added.release for added in fusion_ablation_options.ADDED]
+        self.assertEqual(releases, sorted(releases, key=release_key))
+        supported = release_compat.SUPPORTED_RELEASES
+        for added in fusion_ablation_options.ADDED:
+            with self.subTest(release=added.release):
+                # compared with the supported release before it (one the fork
+                # no longer supports keeps its names file)
+                self.assertIn(added.release, supported)
+                self.assertLess(release_key(added.previous), release_key(added.release))
+                self.assertFalse(
+                    [
+                        r
+                        for r in supported
+                        if release_key(added.previous)
+                        < release_key(r)
+                        < release_key(added.release)
+                    ]
+                )
+                self.assertIsNotNone(option_names_of(added.previous))
+                names = [a.option for a in added.options]
+                self.assertEqual(names, sorted(set(names)))
+                held = [
+                    a.option for a in added.options if a.verdict is self.Verdict.HELD
+                ]
+                self.assertEqual(
+                    held, sorted(h.option for h in HELD_SINCE[added.release])
+                )
+                self.assertFalse(set(names) & option_names_of(added.previous))
+            for a in added.options:
+                with self.subTest(release=added.release, option=a.option):
+                    # A held option's reason is its FUSION_ONLY entry's.
+                    self.assertEqual(a.reason == "", a.verdict is self.Verdict.HELD)
+                    self.assertTrue(a.why())
+                    if a.removed_in is not None:
+                        self.assertGreater(
+                            release_key(a.removed_in), release_key(added.release)
+                        )
+                    if a.verdict is self.Verdict.HELD:
+                        # held from the release that added it to the one
+                        # that removed it
+                        releases = fusion_ablation_options.held_entry(a.option).releases
+                        self.assertEqual(releases.since, added.release)
+                        self.assertEqual(releases.until, a.removed_in)
 
-    @unittest.skipUnless(ON_2_14_1, "the classified options are 2.14.1's")
     def test_classified_options_exist(self):
-        self.assertEqual({a.option for a in self.added} - running_option_names(), set())
+        # The options of every release up to the running one that no release
+        # since removed.
+        here = release_key(release_compat.RELEASE)
+        expected = {
+            a.option
+            for added in fusion_ablation_options.ADDED
+            if release_key(added.release) <= here
+            for a in added.options
+            if a.removed_in is None or release_key(a.removed_in) > here
+        }
+        self.assertEqual(ON_2_14_1, bool(expected))
+        self.assertEqual(expected - running_option_names(), set())
 
     def test_every_new_option_is_classified(self):
         stock = stock_option_names()
         self.assertLessEqual(stock, running_option_names())
-        new = stock - option_names_2_11_0()
-        if ON_2_14_1:
-            self.assertEqual(new, {a.option for a in self.added})
-        else:
-            self.assertEqual(stock, option_names_2_11_0())
+        # The committed names of the running release, where it has a file,
+        # are its own (2.11.0's and 2.14.1's).
+        own = option_names_of(release_compat.RELEASE)
+        if own is not None:
+            self.assertEqual(stock, own)
+        if ADDED_HERE is None:
+            # the oldest supported release: nothing to compare it with
+            first = fusion_ablation_options.ADDED[0].release
+            self.assertLess(release_key(release_compat.RELEASE), release_key(first))
+            self.assertIsNotNone(own)
+            return
+        previous = option_names_of(ADDED_HERE.previous)
+        self.assertEqual(stock - previous, {a.option for a in ADDED_HERE.options})
+        # What it removed: the options marked so (here, those of the previous
+        # release's table), and no entry applying here names one.
+        removed = previous - stock
+        self.assertEqual(
+            removed
+            & {
+                a.option
+                for added in fusion_ablation_options.ADDED
+                for a in added.options
+            },
+            {
+                a.option
+                for added in fusion_ablation_options.ADDED
+                for a in added.options
+                if a.removed_in == release_compat.RELEASE
+            },
+        )
+        for table in (fusion_ablation.FUSION_ONLY, fusion_ablation.NO_FUSION):
+            applied = {h.option for h in fusion_ablation.for_this_release(table)}
+            self.assertFalse(applied & removed)
 
 
 class TestAblationLog(LoggingTestCase):
@@ -459,12 +609,21 @@ class TestAblationLog(LoggingTestCase):
             torch.compile(sin_plus_cos)(torch.randn(64))
         summary = next(r.getMessage() for r in records if " ops -> " in r.getMessage())
         line = inspect.getsourcelines(sin_plus_cos)[1] + 1
+        # The options held are the running release's (2.15.0 renamed
+        # benchmark_epilogue_fusion): in the order of NO_FUSION.
+        held = ", ".join(
+            f"{h.option}={h.value!r}"
+            for h in fusion_ablation.for_this_release(fusion_ablation.NO_FUSION)
+        )
+        self.assertIn(f"held off by config.no_fusion: {held}\n", summary)
         self.assertExpectedInline(
-            summary.replace(f"test_fusion_ablation.py:{line}", "<sin_plus_cos>"),
+            summary.replace(
+                f"test_fusion_ablation.py:{line}", "<sin_plus_cos>"
+            ).replace(held, "<NO_FUSION of this release>"),
             """\
 graph 0/0 (cpu): 3 ops -> 1 kernel (1 generated, 0 extern)
   cpp_fused_add_cos_sin_0 (cpp, one function of 3 loop nests, not fused with each other): [op0] sin | [op1] cos | [op2] add  [<sin_plus_cos>]
-  held off by config.no_fusion: epilogue_fusion=False, prologue_fusion=False, combo_kernels=False, benchmark_epilogue_fusion=False, triton.mix_order_reduction=False
+  held off by config.no_fusion: <NO_FUSION of this release>
   3 boundaries:
     sin -> add: no_fusion (config, scheduler) [<sin_plus_cos>]: op0 + op2: fusion is off (config.no_fusion)
     cos -> add: no_fusion (config, scheduler) [<sin_plus_cos>]: op1 + op2: fusion is off (config.no_fusion)

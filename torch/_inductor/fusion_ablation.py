@@ -11,8 +11,9 @@ parallelizes and vectorizes C++ loops.  Two switches separate the two:
   nothing else that makes it faster.  :data:`FUSION_ONLY` lists each option it
   changes and why; :data:`KEPT` lists what it deliberately leaves on.  An
   entry with ``releases`` applies to that range of torch releases only (an
-  option a release added, ``since("2.14.1")``); ``fusion_ablation_options`` classifies every option
-  a release added since the oldest supported one.
+  option a release added, ``since("2.15.0")``; one a release removed or
+  renamed, ``until("2.15.0")``); ``fusion_ablation_options`` classifies every
+  option each release added since the supported release before it.
 * ``config.no_fusion`` (``TORCHINDUCTOR_NO_FUSION=1``) puts every computing op
   in a kernel of its own: every lowered op is realized into its own buffer (no
   inlining into consumers) and the scheduler fuses no pair; every other
@@ -31,6 +32,7 @@ option leaves a ``config`` remark in the graph's fusion report.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import logging
 import threading
 from typing import Any, TYPE_CHECKING
@@ -38,7 +40,7 @@ from typing import Any, TYPE_CHECKING
 import torch
 
 from . import release_compat
-from .release_range import ALL_RELEASES, ReleaseRange, since
+from .release_range import ALL_RELEASES, ReleaseRange, since, until
 
 
 if TYPE_CHECKING:
@@ -282,11 +284,22 @@ FUSION_ONLY: tuple[HeldOption, ...] = (
         "fusion decisions by benchmarking both variants",
         "autotuning of fusion choices (fusion itself stays, by its heuristics)",
     ),
+    # 2.15.0 renamed benchmark_epilogue_fusion benchmark_template_fusion (and
+    # made it cover prologues too); the old name is a deprecated alias there,
+    # which warns when set, so each release is held by its own name.
     H(
         "benchmark_epilogue_fusion",
         False,
         "template epilogue fusions benchmarked under max-autotune",
         "autotuning of fusion choices",
+        releases=until("2.15.0"),
+    ),
+    H(
+        "benchmark_template_fusion",
+        False,
+        "template epilogue and prologue fusions benchmarked under max-autotune (2.15.0's name of benchmark_epilogue_fusion, now a deprecated alias of it)",
+        "autotuning of fusion choices",
+        releases=since("2.15.0"),
     ),
     H("benchmark_kernel", False, "kernels benchmarked while compiling", "autotuning"),
     H(
@@ -294,6 +307,25 @@ FUSION_ONLY: tuple[HeldOption, ...] = (
         0,
         "several kernel variants generated and picked at run time",
         "autotuning at run time",
+    ),
+    # How one Triton reduction kernel accumulates (2.15.0, on by default,
+    # CUDA only).  Long inner reductions around an online softmax keep
+    # per-row scalar accumulators (each block is reduced before it is folded
+    # into the running state) and get three launch configs of blocks up to
+    # 16384, benchmarked at run time, in place of one; an argmax/argmin over
+    # a whole row takes two passes (the max, then the first index of it)
+    # instead of one tl.reduce.  The same ops share the same kernel and it
+    # reads its rows as often: it is not fusion (unlike the fork's one-pass
+    # reductions, off by default, which fold a kernel's passes over a row into
+    # one).  False keeps 2.14.1's code.  (The online softmax itself comes from
+    # a post-grad pattern, which pattern_matcher=False holds off already; the
+    # argmax helper does not.)
+    H(
+        "triton.scalar_accumulators",
+        False,
+        "per-row scalar accumulators in long inner reductions around an online softmax, with three launch configs of larger reduction blocks benchmarked at run time in place of one, and a two-pass argmax/argmin over a whole row (CUDA)",
+        "changes how one kernel reduces and autotunes its launch, not which ops share a kernel or how often it reads a row",
+        releases=since("2.15.0"),
     ),
     # CUDA graphs.
     H(
@@ -347,6 +379,11 @@ KEPT: tuple[KeptOptimization, ...] = (
         "this is fusion",
         releases=since("2.14.1"),
     ),
+    KeptOptimization(
+        "the fusion torch 2.15.0 added or turned on: nested and staged reductions on by default (triton.nested_reduction, True), the memory-timeline fusion gate (fusion_memory_timeline_*, off by default), combo kernels' scan window of 64 nodes (combo_kernel_max_distance, was -1; combo kernels stay off by default)",
+        "this is fusion: which ops share a kernel",
+        releases=since("2.15.0"),
+    ),
 )
 
 NO_FUSION: tuple[HeldOption, ...] = (
@@ -363,6 +400,14 @@ NO_FUSION: tuple[HeldOption, ...] = (
         False,
         "benchmarking of epilogue fusions",
         "moot without fusion",
+        releases=until("2.15.0"),
+    ),
+    H(
+        "benchmark_template_fusion",
+        False,
+        "benchmarking of template epilogue and prologue fusions (2.15.0's name of benchmark_epilogue_fusion)",
+        "moot without fusion",
+        releases=since("2.15.0"),
     ),
     H(
         "triton.mix_order_reduction",
@@ -429,6 +474,15 @@ def _baseline(module: Any, name: str) -> Any:
     from torch.utils._config_module import _UNSET_SENTINEL
 
     entry = module._config[name]
+    alias = getattr(entry, "alias", None)
+    if alias is not None:
+        # A deprecated alias (2.15.0's benchmark_epilogue_fusion) has no value
+        # of its own: that of the option it names.
+        module_name, name = alias.rsplit(".", 1)
+        target = importlib.import_module(module_name)
+        if not hasattr(target, "_config"):  # a plain module's constant
+            return getattr(target, name)
+        return _baseline(target, name)
     for value in (entry.env_value_force, entry.env_value_default):
         if value is not _UNSET_SENTINEL:
             return value

@@ -1,16 +1,19 @@
-"""Every config option torch 2.14.1 added since 2.11.0, classified for fusion_only.
+"""Every config option a torch release added, classified for fusion_only.
 
 ``config.fusion_only`` holds off every optimization that is not fusion
 (``fusion_ablation.FUSION_ONLY``).  A new torch release brings new Inductor
 and functorch config options; each must be looked at, or fusion_only would
-silently measure a new optimization along with fusion.  :data:`ADDED_IN_2_14_1`
-classifies each option 2.14.1 has and 2.11.0 has not (the names of 2.11.0's
-options are in ``test/inductor/fusion_ablation_options_2.11.0.txt``; a test
-checks that every new option is here).  Each is one of:
+silently measure a new optimization along with fusion.  :data:`ADDED` lists,
+per release, the options it has and the supported release before it has not:
+:data:`ADDED_IN_2_14_1` (since 2.11.0) and :data:`ADDED_IN_2_15_0` (since
+2.14.1).  The names of each earlier release's options are in
+``test/inductor/fusion_ablation_options_<release>.txt``; a test checks that
+every option the running release added is here.  Each is one of:
 
 * ``held``: a non-fusion optimization that is on by default, or on under the
   max-autotune / reduce-overhead modes; it has an entry in ``FUSION_ONLY``
-  (with ``releases=since("2.14.1")``), and that entry's ``why`` is its reason;
+  (with ``releases=since(<the release>)``), and that entry's ``why`` is its
+  reason;
 * ``fusion``: it decides fusion (a realize rule at lowering, a scheduler
   fusion rule or limit, a kind of fusion), and fusion_only leaves it as
   configured, like the fusion of ``KEPT``;
@@ -19,7 +22,9 @@ checks that every new option is here).  Each is one of:
   platform-specific, off by default, or a parameter of an optimization
   fusion_only already holds off.
 
-The docs render this table (``tools/update_fusion_docs.py``).
+An option a later release removed says so (``removed_in``); a held one's
+``FUSION_ONLY`` entry then ends there too (``until(<that release>)``).
+The docs render these tables (``tools/update_fusion_docs.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +35,15 @@ import enum
 from .fusion_ablation import FUSION_ONLY, HeldOption
 
 
-__all__ = ["ADDED_IN_2_14_1", "AddedOption", "Verdict", "held_entry"]
+__all__ = [
+    "ADDED",
+    "ADDED_IN_2_14_1",
+    "ADDED_IN_2_15_0",
+    "AddedOption",
+    "ReleaseAdditions",
+    "Verdict",
+    "held_entry",
+]
 
 
 class Verdict(str, enum.Enum):
@@ -46,12 +59,28 @@ class AddedOption:
     option: str  # as in FUSION_ONLY: "triton.nested_reduction", "functorch.x"
     verdict: Verdict
     reason: str = ""  # empty for a held option: its FUSION_ONLY entry says why
+    removed_in: str | None = None  # the first release without it, if any
 
     def why(self) -> str:
         if self.verdict is Verdict.HELD:
             h = held_entry(self.option)
-            return f"{h.optimization}: {h.why}"
-        return self.reason
+            why = f"{h.optimization}: {h.why}"
+        else:
+            why = self.reason
+        if self.removed_in is not None:
+            why += f" (removed in {self.removed_in})"
+        return why
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseAdditions:
+    """The options ``release`` has and ``previous``, the supported release
+    before it, has not (``test/inductor/fusion_ablation_options_<previous>.txt``
+    lists the names of ``previous``'s options)."""
+
+    release: str
+    previous: str
+    options: tuple[AddedOption, ...]
 
 
 def held_entry(option: str) -> HeldOption:
@@ -77,6 +106,7 @@ _COMBO_LIMIT = (
 _REALIZE = "a realize rule at lowering: whether a value is stored or inlined into its consumers decides fusion"
 _MAX_AUTOTUNE = "only under max_autotune, which fusion_only holds off"
 _TESTING = "testing only"
+_FUSION_MEMORY = "a scheduler fusion gate: a fusion that would raise the graph's peak memory by more than this is refused (off by default)"
 
 A = AddedOption
 ADDED_IN_2_14_1: tuple[AddedOption, ...] = (
@@ -84,6 +114,7 @@ ADDED_IN_2_14_1: tuple[AddedOption, ...] = (
         "_cache_config_factory_keys",
         _N,
         "cache-key plumbing (which options hold factories)",
+        removed_in="2.15.0",
     ),
     A(
         "_conv_default_backends",
@@ -204,6 +235,7 @@ ADDED_IN_2_14_1: tuple[AddedOption, ...] = (
         "autoheuristic_collect.mixed_mm",
         _N,
         "collects autoheuristic training data; off by default",
+        removed_in="2.15.0",
     ),
     A(
         "autoheuristic_collect.pad_mm",
@@ -214,6 +246,7 @@ ADDED_IN_2_14_1: tuple[AddedOption, ...] = (
         "autoheuristic_use.mixed_mm",
         _N,
         f"a learned pick among GEMM template configs, {_MAX_AUTOTUNE} (2.11.0's autoheuristic_use='mixed_mm' did the same)",
+        removed_in="2.15.0",
     ),
     A(
         "autoheuristic_use.pad_mm",
@@ -251,7 +284,11 @@ ADDED_IN_2_14_1: tuple[AddedOption, ...] = (
         _N,
         "autotuning of combo sub-kernels' block sizes; off by default",
     ),
-    A("combo_kernel_max_distance", _F, _COMBO_LIMIT),
+    A(
+        "combo_kernel_max_distance",
+        _F,
+        f"{_COMBO_LIMIT}; 2.15.0 made it the scan window of memory-gated grouping and its default 64 (was -1, no limit)",
+    ),
     A("combo_kernel_max_num_nodes", _F, _COMBO_LIMIT),
     A("combo_kernel_peak_memory_increase_gb", _F, _COMBO_LIMIT),
     A("combo_kernel_peak_memory_pct_threshold", _F, _COMBO_LIMIT),
@@ -442,7 +479,7 @@ ADDED_IN_2_14_1: tuple[AddedOption, ...] = (
     A(
         "triton.nested_reduction",
         _F,
-        "dependent cross-axis reductions fused into one kernel (off by default)",
+        "dependent cross-axis reductions fused into one kernel (a scheduler fusion: FusedNestedReductions); off by default, on by default from 2.15.0, which adds staged reductions and their epilogues: fusion_only keeps it on there",
     ),
     A(
         "triton.tlx_mode",
@@ -468,4 +505,112 @@ ADDED_IN_2_14_1: tuple[AddedOption, ...] = (
     A("use_torch_profiler_benchmarker", _N, "how autotuning measures; off by default"),
     A("xpu.oneapi_root", _N, "platform (XPU): a toolchain path"),
 )
+
+ADDED_IN_2_15_0: tuple[AddedOption, ...] = (
+    A(
+        "alignment_asserts_inputs",
+        _N,
+        "off by default: graph inputs assumed aligned are asserted, not realigned by a copy (a check)",
+    ),
+    A(
+        "aot_inductor.autotune_offload_constants_min_device_fraction",
+        _N,
+        "AOTInductor: constants offloaded to disk while autotuning (memory, not speed); at its default 1.0 it never fires",
+    ),
+    A(
+        "aot_inductor.check_upperbound",
+        _N,
+        "AOTInductor: run-time checks of dynamic shapes' upper bounds (checks, not computation)",
+    ),
+    A(
+        "autotune_cudagraph_benchmarking_iters",
+        _N,
+        "how autotuning measures (calls per CUDA graph replay); autotuning is held off",
+    ),
+    A("benchmark_template_fusion", _H),
+    A(
+        "bmm_shared_a",
+        _N,
+        f"an extra bmm template choice, {_MAX_AUTOTUNE}; off by default",
+    ),
+    A("compile_worker_mode", _N, "compile workers: threads or processes (tooling)"),
+    A(
+        "cuda.autotune_tunableop_dynamic_dims_wildcard",
+        _N,
+        "TunableOp autotuning records for dynamic shapes; autotuning is held off; off by default",
+    ),
+    A(
+        "flydsl_enable_autotuning",
+        _N,
+        f"platform (ROCm): FlyDSL GEMM template configs, {_MAX_AUTOTUNE}; off by default",
+    ),
+    A(
+        "functorch._sync_cache_decision_cross_ranks",
+        _N,
+        "distributed: AOTAutograd cache hits agreed across ranks (caching); off by default",
+    ),
+    A(
+        "functorch.activation_memory_budget_require_full_coverage",
+        _N,
+        "a check that a regional activation memory budget covers the whole graph (raises, computes nothing)",
+    ),
+    A(
+        "fusion_memory_timeline_peak_memory_increase_gb",
+        _F,
+        _FUSION_MEMORY,
+    ),
+    A(
+        "fusion_memory_timeline_peak_memory_pct_threshold",
+        _F,
+        _FUSION_MEMORY,
+    ),
+    A(
+        "max_template_fusion_benchmarked_choices",
+        _N,
+        "a parameter of benchmark_template_fusion, which fusion_only holds (2.15.0's name of max_epilogue_benchmarked_choices, now a deprecated alias of it)",
+    ),
+    A(
+        "nvgemm_pdl",
+        _N,
+        f"programmatic dependent launch of NVGEMM kernels and the Triton kernels right after them; NVGEMM templates run {_MAX_AUTOTUNE}",
+    ),
+    A(
+        "triton.cudagraph_dynamic_shape_rerecord_limit",
+        _N,
+        f"{_CUDAGRAPH}; off by default",
+    ),
+    A(
+        "triton.cudagraph_initial_mempool_allocation_gb",
+        _N,
+        f"{_CUDAGRAPH}; off by default",
+    ),
+    A("triton.cudagraph_managed_input_rerecord_action", _N, _CUDAGRAPH),
+    A("triton.cudagraph_managed_input_rerecord_limit", _N, _CUDAGRAPH),
+    A(
+        "triton.enable_flex_tdm",
+        _N,
+        "platform (AMD gfx1250): FlexAttention's loads through TDM descriptors, how one template kernel is written (a kill switch, like triton.emit_pointer_range_32)",
+    ),
+    A("triton.scalar_accumulators", _H),
+    A(
+        "unsafe_skip_scalar_range_asserts",
+        _N,
+        "off by default: drops range assertions (checks, not computation)",
+    ),
+    A(
+        "use_rand4x",
+        _N,
+        "off by default: Triton random numbers drawn four at a time (random ops)",
+    ),
+    A(
+        "var_std_reduction_dedup",
+        _N,
+        "off by default: a post-grad pattern merging a var and a std of one input, which pattern_matcher=False holds off",
+    ),
+)
 del A
+
+ADDED: tuple[ReleaseAdditions, ...] = (
+    ReleaseAdditions("2.14.1", "2.11.0", ADDED_IN_2_14_1),
+    ReleaseAdditions("2.15.0", "2.14.1", ADDED_IN_2_15_0),
+)

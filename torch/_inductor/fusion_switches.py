@@ -101,6 +101,7 @@ FORK_MODULES: tuple[str, ...] = (
     "torch._inductor.one_pass_reductions",
     "torch._inductor.one_pass_reduction_remarks",
     "torch._inductor.release_compat",
+    "torch._inductor.release_range",
 )
 
 _TRUE = ("1", "true")
