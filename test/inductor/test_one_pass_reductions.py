@@ -11,6 +11,7 @@ equal to eager.  Bandwidth is measured by benchmarks/fusion/reductions.py,
 not here.
 """
 
+import contextlib
 import importlib.util
 import json
 import math
@@ -370,8 +371,16 @@ class TestDecision(TestCase):
         self.assertTrue(upstream_loop.upstream_loop)
         wide = self.decide(row=131072, online=True)
         self.assertEqual(wide.loop_block, 8192)
-        self.assertTrue(opr.uses_lean_combine(upstream_loop, True))
-        self.assertTrue(opr.uses_lean_combine(wide, True))
+        scalar = {"triton.scalar_accumulators": False}
+        with config.patch(
+            scalar if hasattr(config.triton, "scalar_accumulators") else {}
+        ):
+            self.assertTrue(opr.uses_lean_combine(upstream_loop, True))
+            self.assertTrue(opr.uses_lean_combine(wide, True))
+        if hasattr(config.triton, "scalar_accumulators"):
+            # 2.15.0's scalar accumulators combine once per block: no lean helper
+            with config.patch({"triton.scalar_accumulators": True}):
+                self.assertFalse(opr.uses_lean_combine(wide, True))
         # Counterfactuals: the option off, on chip (no loop, no combine), a
         # loop without an online softmax, a kernel left in upstream's own
         # configuration.
@@ -852,6 +861,13 @@ class TestCuda(TestCase):
             "log_softmax": lambda t: torch.log_softmax(t, -1),
             "cross_entropy": lambda t: F.cross_entropy(t, target, reduction="none"),
         }
+        # 2.15.0's scalar accumulators combine once per block, leaving no
+        # per-element combine to replace (test_scalar_accumulators_leave_...)
+        scalar = "triton.scalar_accumulators"
+        stack = contextlib.ExitStack()
+        self.addCleanup(stack.close)
+        if hasattr(config.triton, "scalar_accumulators"):
+            stack.enter_context(config.patch({scalar: False}))
         for name, fn in cases.items():
             with self.subTest(op=name):
                 out, code, remarks = self.compile(fn, x, one_pass_reductions=True)
@@ -882,6 +898,24 @@ class TestCuda(TestCase):
                 torch.testing.assert_close(
                     out[rows], fn(x)[rows], atol=2e-2, rtol=2e-2, equal_nan=True
                 )
+
+    @unittest.skipUnless(
+        hasattr(config.triton, "scalar_accumulators"),
+        "torch before 2.15.0 has no scalar accumulators",
+    )
+    def test_scalar_accumulators_leave_upstreams_block_combine(self):
+        # With 2.15.0's default, a looped online softmax reduces each block to
+        # per-row scalars before combining: the pass keeps upstream's helper
+        # and its remark does not claim the lean one.
+        x = torch.randn(264, 131072, device="cuda", dtype=torch.bfloat16)
+        with config.patch({"triton.scalar_accumulators": True}):
+            out, code, remarks = self.compile(
+                lambda t: torch.softmax(t, -1), x, one_pass_reductions=True
+            )
+        self.assertIn("online_softmax_reduce_scalar_combine(", code)
+        self.assertNotIn("online_softmax_combine_lean", code)
+        self.assertTrue(all("online_combine" not in r["args"] for r in remarks))
+        torch.testing.assert_close(out, torch.softmax(x, -1), atol=2e-2, rtol=2e-2)
 
     def test_each_missed_reason_and_its_counterfactual(self):
         def softmax_last(t):

@@ -56,7 +56,7 @@ import functools
 import logging
 from typing import Any, TYPE_CHECKING
 
-from . import config, one_pass_reduction_remarks
+from . import config, one_pass_reduction_remarks, release_compat
 from .fusion_remarks.taxonomy import Reason
 
 
@@ -218,8 +218,14 @@ def uses_lean_combine(decision: Decision, allowed: bool) -> bool:
     benchmarks/results/reductions_h100_lean_combine.md).  A softmax that
     reads its row again in upstream's loop of 2048 elements was 2.5-3.5%
     slower with it, but no such kernel is left (:func:`with_exp_form`).
-    ``allowed`` is ``config.one_pass_reductions_lean_combine``.
+    ``allowed`` is ``config.one_pass_reductions_lean_combine``.  Where
+    upstream folds each block to per-row scalars first (2.15.0's scalar
+    accumulators), it combines once per block and there is no per-element
+    combine to replace: the pass leaves upstream's helper, and its remark
+    does not claim the lean one.
     """
+    if release_compat.scalar_accumulators_on():
+        return False
     return allowed and decision.online and decision.loop_block is not None
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "combo_context",
     "combo_step_gates",
     "release_at_least",
+    "scalar_accumulators_on",
     "size_hint",
 ]
 
@@ -149,3 +150,15 @@ def combo_step_gates() -> dict[str, object]:
         if value != off:
             gates[name] = value
     return gates
+
+
+def scalar_accumulators_on() -> bool:
+    """2.15.0's ``config.triton.scalar_accumulators`` (on by default): a
+    large looped online softmax reduces each block to per-row scalars before
+    it combines them (``online_softmax_reduce_scalar_combine``), so the
+    per-element combine that the one-pass pass's lean helper replaces is not
+    emitted.  Strict signed zeros keep upstream's vector path."""
+    from . import config
+
+    on = bool(getattr(config.triton, "scalar_accumulators", False))
+    return on and not config.strict_signed_zero
