@@ -432,10 +432,15 @@ class TestFusionRemarksGPU(TestCase):
     def test_max_autotune_template_epilogue(self):
         a = torch.randn(256, 256, device=GPU_TYPE)
         b = torch.randn(256, 256, device=GPU_TYPE)
-        # Decide the epilogue by Inductor's rules, not by a noisy benchmark.
-        with torch._inductor.config.patch(
-            max_autotune_gemm_backends="TRITON", benchmark_epilogue_fusion=False
-        ):
+        # Decide the epilogue by Inductor's rules, not by a noisy benchmark
+        # (2.15.0 renamed the option; the old name is a deprecated alias).
+        config = torch._inductor.config
+        benchmark = (
+            "benchmark_template_fusion"
+            if hasattr(config, "benchmark_template_fusion")
+            else "benchmark_epilogue_fusion"
+        )
+        with config.patch({"max_autotune_gemm_backends": "TRITON", benchmark: False}):
             rep = capture_compiled(
                 self, mm_relu, a, b, mode="max-autotune-no-cudagraphs"
             )
