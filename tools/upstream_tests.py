@@ -7,9 +7,11 @@ stock torch and once with the fork, and the tool prints pass/fail/skip counts
 per file and arm and every test that stock passes but the fork fails (a
 regression; exit status 1 if there is any).
 
-The stored versions of those files can be newer than the installed torch
-(2.11.0 or 2.14.1); each runs as a *compat copy* (see :func:`compat_copy`),
-identical on both arms.
+The stored versions of those files can be newer or older than the installed
+torch (2.11.0, 2.14.1 or 2.15.0); each runs as a *compat copy* (see
+:func:`compat_copy`), identical on both arms.  ``--select FILE=EXPR`` runs only
+the tests of FILE that ``pytest -k EXPR`` selects (for a file too big to run
+whole, such as test_torchinductor.py).
 
 Stock torch is the same installation without the overlay: in the fork's
 virtualenv ``FUSION_FORK_DISABLE=1`` turns the ``.pth`` off; elsewhere (the GPU
@@ -25,6 +27,7 @@ import concurrent.futures
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -38,7 +41,8 @@ RESULT = re.compile(r"^(\S+::\S+(?:::\S+)?) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|X
 # that this torch lacks.  The compat copy keeps every test as written and makes
 # only this difference: a missing torch name imports as a stub that fails the
 # tests using it (on both arms alike), and the two helper modules below are
-# minimal stand-ins with the names the files use.
+# minimal stand-ins with the names the files use (where the fetched helper module
+# is in the files' folder, its compat copy is used instead).
 HELPERS = {
     "test_torchinductor.py": '''\
 import contextlib
@@ -170,8 +174,9 @@ def compat_copy(file: str, out_dir: Path) -> tuple[Path, list[str]]:
     missing: list[str] = []
     lines = source.splitlines(keepends=True)
 
-    # Inductor config keys this torch lacks, in config.patch({...}) dicts: the
-    # entry is dropped (the test runs under this torch's default), not the test.
+    # Inductor config keys this torch lacks, in config.patch({...}) dicts and
+    # config.patch(key=value) calls: the entry is dropped (the test runs under
+    # this torch's default), not the test.
     def known(key: str) -> bool:
         try:
             getattr(torch._inductor.config, key)
@@ -179,6 +184,13 @@ def compat_copy(file: str, out_dir: Path) -> tuple[Path, list[str]]:
             return False
         return True
 
+    def dropped(key: str) -> None:
+        if f"torch._inductor.config.{key}" not in missing:
+            missing.append(f"torch._inductor.config.{key}")
+
+    # (line index, start, end, text): a one-line call rewritten without its
+    # unknown keywords; columns are UTF-8 byte offsets, as ast gives them
+    edits: list[tuple[int, int, int, str]] = []
     for call in ast.walk(tree):
         if not (
             isinstance(call, ast.Call)
@@ -186,9 +198,38 @@ def compat_copy(file: str, out_dir: Path) -> tuple[Path, list[str]]:
             and call.func.attr == "patch"
             and ast.unparse(call.func.value)
             in ("config", "inductor_config", "torch._inductor.config")
-            and call.args
-            and isinstance(call.args[0], ast.Dict)
         ):
+            continue
+        unknown = [k for k in call.keywords if k.arg and not known(k.arg)]
+        if unknown and call.lineno == call.end_lineno:
+            kept = [
+                ast.get_source_segment(source, a)
+                for a in [*call.args, *call.keywords]
+                if a not in unknown
+            ]
+            func = ast.get_source_segment(source, call.func)
+            if func is not None and None not in kept and call.end_col_offset:
+                text = f"{func}({', '.join(str(a) for a in kept)})"
+                edits.append(
+                    (call.lineno - 1, call.col_offset, call.end_col_offset, text)
+                )
+                for k in unknown:
+                    dropped(str(k.arg))
+        elif unknown:
+            # one keyword a line: its lines go
+            for k in unknown:
+                others = {
+                    line
+                    for a in [*call.args, *call.keywords]
+                    if a is not k
+                    for line in (a.lineno, a.end_lineno)
+                }
+                span = set(range(k.lineno, (k.end_lineno or k.lineno) + 1))
+                if not span & (others | {call.lineno, call.end_lineno}):
+                    dropped(str(k.arg))
+                    for i in span:
+                        lines[i - 1] = "\n"
+        if not (call.args and isinstance(call.args[0], ast.Dict)):
             continue
         for key, value in zip(call.args[0].keys, call.args[0].values):
             if (
@@ -198,10 +239,16 @@ def compat_copy(file: str, out_dir: Path) -> tuple[Path, list[str]]:
                 and key.lineno != call.lineno
                 and value.end_lineno is not None
             ):
-                if f"torch._inductor.config.{key.value}" not in missing:
-                    missing.append(f"torch._inductor.config.{key.value}")
+                dropped(key.value)
                 for i in range(key.lineno - 1, value.end_lineno):
                     lines[i] = "\n"
+    last: tuple[int, int] | None = None
+    for index, start, end, text in sorted(edits, reverse=True):
+        if last is not None and last[0] == index and end > last[1]:
+            continue  # overlaps an edit made (nested calls): left as it is
+        raw = lines[index].encode()
+        lines[index] = (raw[:start] + text.encode() + raw[end:]).decode()
+        last = (index, start)
     for node in reversed(tree.body):
         if not (
             isinstance(node, ast.ImportFrom)
@@ -350,6 +397,9 @@ def main() -> int:
     if unknown:
         parser.error(f"--select names files not given: {sorted(unknown)}")
 
+    # A compat folder left by an earlier run could hold a stand-in helper where
+    # this run has the fetched one (or the other way round).
+    shutil.rmtree(log_dir / "compat", ignore_errors=True)
     copies = {}
     for file in args.files:
         copy, missing = compat_copy(file, log_dir / "compat")
