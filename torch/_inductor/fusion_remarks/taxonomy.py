@@ -165,6 +165,10 @@ class Reason(str, enum.Enum):
     CPP_TEMPLATE_FUSION = "cpp_template_fusion"
     CPP_MAX_HORIZONTAL_SIZE = "cpp_max_horizontal_size"
     CUTLASS_EPILOGUE_UNSUPPORTED = "cutlass_epilogue_unsupported"
+    # CUDACombinedScheduling's own template rules.
+    TEMPLATE_BACKEND_UNFUSABLE = "template_backend_unfusable"
+    NVGEMM_EPILOGUE_REJECTED = "nvgemm_epilogue_rejected"
+    NVGEMM_BOOL_OUTPUT = "nvgemm_bool_output"
     BACKEND_REJECTED = "backend_rejected"
     # Scheduler: benchmark-based decisions.
     BENCHMARK_SLOWER = "benchmark_slower"
@@ -540,6 +544,18 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
         _B,
         "the CUTLASS/CuteDSL epilogue rules reject this node",
     ),
+    R.TEMPLATE_BACKEND_UNFUSABLE: (
+        _B,
+        "this template's backend fuses nothing in this direction: CuteDSL and FlyDSL templates take no epilogue, and CUTLASS, CuteDSL, FlyDSL and NVIDIA universal GEMM templates take no horizontal partner (the detail names the backend)",
+    ),
+    R.NVGEMM_EPILOGUE_REJECTED: (
+        _B,
+        "the NVIDIA universal GEMM template's epilogue rules reject this consumer (variant, output scale, epilogue lowering or reduction layout), and no Triton choice of the same autotuned buffer could take it instead",
+    ),
+    R.NVGEMM_BOOL_OUTPUT: (
+        _B,
+        "an NVIDIA universal GEMM template with a boolean output is fused horizontally with nothing",
+    ),
     R.BACKEND_REJECTED: (
         _B,
         "the device backend's fusion check rejected the pair (the detail names the check)",
@@ -675,6 +691,7 @@ RELEASES: dict[Reason, ReleaseRange] = {
     Reason.STAGED_REDUCTION_PLAN_LOST: since("2.15.0"),
     Reason.FUSION_RAISES_PEAK_MEMORY: since("2.15.0"),
     Reason.FOREACH_CROSS_DEPENDENCY: since("2.15.0"),
+    Reason.NVGEMM_BOOL_OUTPUT: since("2.15.0"),
 }
 
 
