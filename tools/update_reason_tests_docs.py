@@ -65,9 +65,10 @@ def table() -> str:
     rows = ["| code | category | test | how |", "|---|---|---|---|"]
     for code, info in fusion_report.reasons_table().items():
         rule = rules.get(code)
-        if rule is not None and rule.cpu:
+        if rule is not None and (rule.cpu or rule.cuda):
             kind = "counterfactual" if rule.counterfactual is not None else "produced"
-            test = f"`{programs.test_name(rule)}` ({kind})"
+            where = "" if rule.cpu else " on CUDA"
+            test = f"`{programs.test_name(rule)}`{where} ({kind})"
             how = describe(rule)
         elif rule is not None:
             test = "no test on the CPU"

@@ -7,8 +7,10 @@ its inputs), the config patch under which the rule fires and, where a config
 option controls the rule, the *counterfactual* patch that moves the option
 out of the rule's way: compiled under it, the code must be gone from the
 report.  ``why`` says why the program fires the rule.  Rules that no CPU
-program can fire have ``cpu=False``; codes with no rule at all are in
-:data:`UNTESTED`, each with the reason.
+program can fire have ``cpu=False``: those with ``cuda=True`` have a program
+that fires them on CUDA (``test_fusion_reason_rules.py``'s CUDA class runs
+it, its inputs moved to the GPU), the others none; codes with no rule at all
+are in :data:`UNTESTED`, each with the reason.
 
 A reason is reported in one of three places of the fusion report's JSON
 (``where``): a graph's ``boundaries``, a graph's ``remarks`` (the lowering
@@ -45,6 +47,7 @@ class Rule:
     compile_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     setup: Callable[[], contextlib.AbstractContextManager[Any]] | None = None
     cpu: bool = True  # False: no CPU program fires it (``why`` says why)
+    cuda: bool = False  # with cpu=False: ``fn`` fires it on CUDA instead
     xfail: str | None = None  # a known bug of the report that fails the test
     releases: ReleaseRange = ALL_RELEASES  # torch releases with the rule
     why: str = ""  # why the program fires the rule (and the counterfactual removes it)
@@ -338,6 +341,24 @@ def sin_summed_and_broadcast(x, y):
 
 # -- the table ----------------------------------------------------------------
 
+
+def layer_norm_two_group_amaxes(x):
+    # FP8-style block scales of a normalized row at two group sizes
+    y = torch.nn.functional.layer_norm(x, (x.shape[-1],))
+    rows, width = x.shape
+    return (
+        y.view(rows, width // 32, 32).abs().amax(-1),
+        y.view(rows, width // 64, 64).abs().amax(-1),
+    )
+
+
+def rms_norm_half_sums(x):
+    # a consumer at half the row's width, but reading lanes half a row apart
+    y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+    half = x.shape[-1] // 2
+    return y[:, :half] + y[:, half:]
+
+
 M8 = lambda: randn((8, 8))  # noqa: E731
 M8x2 = lambda: randn((8, 8), (8, 8))  # noqa: E731
 M8x3 = lambda: randn((8, 8), (8, 8), (8, 8))  # noqa: E731
@@ -619,48 +640,57 @@ RULES: tuple[Rule, ...] = (
          counterfactual={"triton.tiling_prevents_reduction_fusion": False},
          why="Triton only: config.triton.tiling_prevents_reduction_fusion, "
              "checked by the SIMD (Triton) scheduling, not by the C++ backend"),
-    Rule("nested_reduction_append_failed", cpu=False, releases=since("2.15.0"),
+    Rule("nested_reduction_append_failed", layer_norm_two_group_amaxes,
+         lambda: randn((64, 1024)), cpu=False, cuda=True, releases=since("2.15.0"),
          patch={"triton.nested_reduction": True},
          counterfactual={"triton.nested_reduction": False},
          why="Triton only: config.triton.nested_reduction (on by default in "
-             "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
-             "no plan appends the node to an existing outer-plus-grouped reduction pipeline"),
+             "2.15.0) fuses the layer norm's row reduction with the amax over "
+             "groups of 32 into one outer-plus-grouped pipeline; no plan appends "
+             "the second amax, over groups of 64"),
     Rule("nested_reduction_placement_mismatch", cpu=False, releases=since("2.15.0"),
          patch={"triton.nested_reduction": True},
          counterfactual={"triton.nested_reduction": False},
          why="Triton only: config.triton.nested_reduction (on by default in "
              "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
-             "the pipeline's producer runs on another stream or memory pool"),
-    Rule("sub_parent_epilogue_planning_failed", cpu=False, releases=since("2.15.0"),
+             "the pipeline's producer runs on another stream or memory pool; no program found yet (none of the 21 candidates of "
+             "benchmarks/fusion/nested_reduction_probe.py fired it on the H100)"),
+    Rule("sub_parent_epilogue_planning_failed", rms_norm_half_sums,
+         lambda: randn((64, 1024)), cpu=False, cuda=True, releases=since("2.15.0"),
          patch={"triton.nested_reduction": True},
          counterfactual={"triton.nested_reduction": False},
          why="Triton only: config.triton.nested_reduction (on by default in "
-             "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
-             "a staged sub-parent epilogue candidate with no complete plan"),
+             "2.15.0): the consumer has half the row's elements, the rate of a "
+             "sub-parent epilogue (2 lanes to 1), but reads its two inputs half "
+             "a row apart, not in adjacent lanes, so no complete plan exists"),
     Rule("sub_parent_epilogue_partial", cpu=False, releases=since("2.15.0"),
          patch={"triton.nested_reduction": True},
          counterfactual={"triton.nested_reduction": False},
          why="Triton only: config.triton.nested_reduction (on by default in "
              "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
-             "a consumer only partly in the reduction's sub-parent epilogue"),
+             "a consumer only partly in the reduction's sub-parent epilogue; no program found yet (none of the 21 candidates of "
+             "benchmarks/fusion/nested_reduction_probe.py fired it on the H100)"),
     Rule("sub_parent_epilogue_invalid", cpu=False, releases=since("2.15.0"),
          patch={"triton.nested_reduction": True},
          counterfactual={"triton.nested_reduction": False},
          why="Triton only: config.triton.nested_reduction (on by default in "
              "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
-             "the SIMD backend rejects a sub-parent epilogue"),
+             "the SIMD backend rejects a sub-parent epilogue; no program found yet (none of the 21 candidates of "
+             "benchmarks/fusion/nested_reduction_probe.py fired it on the H100)"),
     Rule("staged_dependency_unproven", cpu=False, releases=since("2.15.0"),
          patch={"triton.nested_reduction": True},
          counterfactual={"triton.nested_reduction": False},
          why="Triton only: config.triton.nested_reduction (on by default in "
              "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
-             "a staged plan whose cross-stage reads are not proved"),
+             "a staged plan whose cross-stage reads are not proved; no program found yet (none of the 21 candidates of "
+             "benchmarks/fusion/nested_reduction_probe.py fired it on the H100)"),
     Rule("staged_reduction_plan_lost", cpu=False, releases=since("2.15.0"),
          patch={"triton.nested_reduction": True},
          counterfactual={"triton.nested_reduction": False},
          why="Triton only: config.triton.nested_reduction (on by default in "
              "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
-             "a fusion that would lose a staged reduction's plan"),
+             "a fusion that would lose a staged reduction's plan; no program found yet (none of the 21 candidates of "
+             "benchmarks/fusion/nested_reduction_probe.py fired it on the H100)"),
     Rule("benchmark_slower", cpu=False,
          patch={"benchmark_fusion": True}, counterfactual={"benchmark_fusion": False},
          why="GPU only: config.benchmark_fusion benchmarks Triton kernels"),

@@ -26,6 +26,7 @@ import torch
 import torch._dynamo
 from torch._inductor import config, fusion_report, release_compat
 from torch._inductor.test_case import run_tests, TestCase
+from torch.testing._internal.inductor_utils import HAS_CUDA_AND_TRITON
 
 
 # The one import of the fork beyond fusion_report (the coverage invariant).
@@ -73,13 +74,18 @@ def summary(data, where):
     return sorted({(f["reason"], f["stage"]) for f in findings(data, where)})
 
 
-class TestFusionReasonRules(TestCase):
-    """One test per rule that a CPU program fires (added below from the table)."""
+class RuleChecks:
+    """Checking a rule's program; the device is the test class's."""
+
+    device = "cpu"
 
     def compile_and_report(self, rule, patch):
         """Compile and run the rule's program under ``patch``; check it against
         eager and the coverage invariant; return the report's JSON."""
-        args = rule.inputs()
+        args = tuple(
+            a.to(self.device) if isinstance(a, torch.Tensor) else a
+            for a in rule.inputs()
+        )
         eager_args = copy.deepcopy(args)  # the program may mutate its inputs
         torch._dynamo.reset()
         with contextlib.ExitStack() as stack:
@@ -136,9 +142,22 @@ def _rule_test(rule):
     return test
 
 
+class TestFusionReasonRules(RuleChecks, TestCase):
+    """One test per rule that a CPU program fires (added below from the table)."""
+
+
+@unittest.skipUnless(HAS_CUDA_AND_TRITON, "needs CUDA and Triton")
+class TestFusionReasonRulesCuda(RuleChecks, TestCase):
+    """One test per rule that only a CUDA program fires (``cuda=True``)."""
+
+    device = "cuda"
+
+
 for _rule in programs.RULES:
     if _rule.cpu:
         setattr(TestFusionReasonRules, programs.test_name(_rule), _rule_test(_rule))
+    elif _rule.cuda:
+        setattr(TestFusionReasonRulesCuda, programs.test_name(_rule), _rule_test(_rule))
 del _rule
 
 
@@ -167,11 +186,13 @@ class TestReasonRuleTable(TestCase):
                 for patch in (rule.patch, rule.counterfactual or {}):
                     with config.patch(patch):
                         pass
-                if rule.cpu:
+                if rule.cpu or rule.cuda:
+                    self.assertFalse(rule.cpu and rule.cuda)
                     self.assertTrue(callable(rule.fn) and callable(rule.inputs))
-                    self.assertTrue(
-                        hasattr(TestFusionReasonRules, programs.test_name(rule))
+                    owner = (
+                        TestFusionReasonRules if rule.cpu else TestFusionReasonRulesCuda
                     )
+                    self.assertTrue(hasattr(owner, programs.test_name(rule)))
                 else:
                     self.assertIsNone(rule.fn)
                     self.assertIsNotNone(rule.counterfactual)
@@ -201,7 +222,7 @@ class TestReasonRuleTable(TestCase):
         }
         self.assertEqual(set(rows), set(fusion_report.reasons_table()))
         for rule in programs.RULES:
-            if rule.cpu:
+            if rule.cpu or rule.cuda:
                 self.assertIn(programs.test_name(rule), rows[rule.code])
             else:
                 self.assertTrue(rows[rule.code].startswith("no test"))
