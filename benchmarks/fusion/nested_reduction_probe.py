@@ -158,6 +158,79 @@ def ln_group_amax_train(x, w):
     return a.sum() + y.sum()
 
 
+def rms(x):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+
+def rms_pairs_of_transposed(xt):
+    y = rms(xt.t())  # rows are strided: column-major storage
+    return y[:, 0::2] + y[:, 1::2]
+
+
+def rms_pairs_of_padded(xp):
+    y = rms(xp[:, :D])  # rows start D + 1 elements apart
+    return y[:, 0::2] + y[:, 1::2]
+
+
+def rms_pairs_and_quads(x):
+    y = rms(x)
+    return y[:, 0::2] + y[:, 1::2], y[:, 0::4] + y[:, 3::4]
+
+
+def rms_pairs_and_stat(x):
+    s = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+    y = x * s
+    return y[:, 0::2] + y[:, 1::2], s.expand(B, D // 2) * 3
+
+
+def rms_pairs_and_other_row(x, z):
+    y = rms(x)
+    return y[:, 0::2] + y[:, 1::2], (z * 2).sum(-1)
+
+
+def rms_pairs_bf16_out(x):
+    y = rms(x)
+    return (y[:, 0::2] + y[:, 1::2]).to(torch.bfloat16)
+
+
+def rms_pairs_int_index(x, idx):
+    y = rms(x)
+    return y[:, 0::2] + y[:, 1::2] + idx.float()
+
+
+def ln_group_amax_and_pairs(x):
+    y = F.layer_norm(x, (D,))
+    a = y.view(B, D // G, G).abs().amax(-1)
+    return a, y[:, 0::2] + y[:, 1::2]
+
+
+def ln_group_amax_on_stream(x):
+    y = F.layer_norm(x, (D,))
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        a = y.view(B, D // G, G).abs().amax(-1)
+    torch.cuda.current_stream().wait_stream(s)
+    return a
+
+
+def rms_pairs_then_cumsum(x):
+    y = rms(x)
+    p = y[:, 0::2] + y[:, 1::2]
+    return p, p.cumsum(-1)
+
+
+def rms_pairs_mxfp6(x):
+    y = rms(x).view(B, D // 4, 4)
+    return torch.stack(
+        [y[..., 0] + y[..., 1], y[..., 1] + y[..., 2], y[..., 2] + y[..., 3]], -1
+    ).view(B, -1)
+
+
+def softmax_pairs_with_mask(x, m):
+    p = torch.softmax(x, -1)
+    return torch.where(m[:, 0::2], p[:, 0::2], p[:, 1::2])
+
+
 PROGRAMS = {
     "ln_group_amax": (ln_group_amax, lambda: (torch.randn(B, D),)),
     "ln_group_quant": (ln_group_quant, lambda: (torch.randn(B, D),)),
@@ -200,6 +273,27 @@ PROGRAMS = {
             torch.randn(B, D, requires_grad=True),
             torch.randn(D, requires_grad=True),
         ),
+    ),
+    "rms_pairs_of_transposed": (rms_pairs_of_transposed, lambda: (torch.randn(D, B),)),
+    "rms_pairs_of_padded": (rms_pairs_of_padded, lambda: (torch.randn(B, D + 1),)),
+    "rms_pairs_and_quads": (rms_pairs_and_quads, lambda: (torch.randn(B, D),)),
+    "rms_pairs_and_stat": (rms_pairs_and_stat, lambda: (torch.randn(B, D),)),
+    "rms_pairs_and_other_row": (
+        rms_pairs_and_other_row,
+        lambda: (torch.randn(B, D), torch.randn(B, D)),
+    ),
+    "rms_pairs_bf16_out": (rms_pairs_bf16_out, lambda: (torch.randn(B, D),)),
+    "rms_pairs_int_index": (
+        rms_pairs_int_index,
+        lambda: (torch.randn(B, D), torch.randint(0, 9, (B, D // 2))),
+    ),
+    "ln_group_amax_and_pairs": (ln_group_amax_and_pairs, lambda: (torch.randn(B, D),)),
+    "ln_group_amax_on_stream": (ln_group_amax_on_stream, lambda: (torch.randn(B, D),)),
+    "rms_pairs_then_cumsum": (rms_pairs_then_cumsum, lambda: (torch.randn(B, D),)),
+    "rms_pairs_mxfp6": (rms_pairs_mxfp6, lambda: (torch.randn(B, D),)),
+    "softmax_pairs_with_mask": (
+        softmax_pairs_with_mask,
+        lambda: (torch.randn(B, D), torch.rand(B, D) > 0.5),
     ),
 }
 
