@@ -50,7 +50,12 @@ def describe(rule) -> str:
         fires = f"{program} under {_patch(rule.patch)}; gone under {_patch(rule.counterfactual)}"
     else:
         fires = f"{program} under {_patch(rule.patch)}"
-    where = {"boundary": "boundary", "remark": "remark", "graph_break": "graph break"}
+    where = {
+        "boundary": "boundary",
+        "remark": "remark",
+        "graph_break": "graph break",
+        "evaluated_pair": "evaluated pair",
+    }
     text = f"{fires} ({where[rule.where]}, stage `{rule.stage}`): {rule.why}"
     if rule.xfail is not None:
         text += f". **Expected failure**: {rule.xfail}"

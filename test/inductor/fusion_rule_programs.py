@@ -12,10 +12,12 @@ that fires them on CUDA (``test_fusion_reason_rules.py``'s CUDA class runs
 it, its inputs moved to the GPU), the others none; codes with no rule at all
 are in :data:`UNTESTED`, each with the reason.
 
-A reason is reported in one of three places of the fusion report's JSON
+A reason is reported in one of four places of the fusion report's JSON
 (``where``): a graph's ``boundaries``, a graph's ``remarks`` (the lowering
-rules that realized a buffer, fused ops, pass remarks) or the top-level
-``graph_breaks``; ``stage`` is the stage it is reported with.
+rules that realized a buffer, fused ops, pass remarks), the top-level
+``graph_breaks``, or a graph's ``evaluated_pairs`` (a refused pair whose
+kernels share no buffer, so no boundary lies between them); ``stage`` is the
+stage it is reported with.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class Rule:
     inputs: Callable[[], tuple[Any, ...]] | None = None
     patch: dict[str, Any] = dataclasses.field(default_factory=dict)
     counterfactual: dict[str, Any] | None = None
-    where: str = "boundary"  # "boundary", "remark" or "graph_break"
+    where: str = "boundary"  # "boundary", "remark", "graph_break" or "evaluated_pair"
     stage: str = "scheduler"
     compile_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     setup: Callable[[], contextlib.AbstractContextManager[Any]] | None = None
@@ -641,13 +643,15 @@ RULES: tuple[Rule, ...] = (
          why="Triton only: config.triton.tiling_prevents_reduction_fusion, "
              "checked by the SIMD (Triton) scheduling, not by the C++ backend"),
     Rule("nested_reduction_append_failed", layer_norm_two_group_amaxes,
-         lambda: randn((64, 1024)), cpu=False, cuda=True, releases=since("2.15.0"),
+         lambda: randn((64, 1024)), cpu=False, cuda=True, where="evaluated_pair", releases=since("2.15.0"),
          patch={"triton.nested_reduction": True},
          counterfactual={"triton.nested_reduction": False},
          why="Triton only: config.triton.nested_reduction (on by default in "
              "2.15.0) fuses the layer norm's row reduction with the amax over "
              "groups of 32 into one outer-plus-grouped pipeline; no plan appends "
-             "the second amax, over groups of 64"),
+             "the second amax, over groups of 64, which recomputes the norm in "
+             "a kernel of its own (no boundary: the refused pair is an "
+             "evaluated pair)"),
     Rule("nested_reduction_placement_mismatch", cpu=False, releases=since("2.15.0"),
          patch={"triton.nested_reduction": True},
          counterfactual={"triton.nested_reduction": False},
@@ -656,13 +660,14 @@ RULES: tuple[Rule, ...] = (
              "the pipeline's producer runs on another stream or memory pool; no program found yet (none of the 21 candidates of "
              "benchmarks/fusion/nested_reduction_probe.py fired it on the H100)"),
     Rule("sub_parent_epilogue_planning_failed", rms_norm_half_sums,
-         lambda: randn((64, 1024)), cpu=False, cuda=True, releases=since("2.15.0"),
+         lambda: randn((64, 1024)), cpu=False, cuda=True, where="evaluated_pair", releases=since("2.15.0"),
          patch={"triton.nested_reduction": True},
          counterfactual={"triton.nested_reduction": False},
          why="Triton only: config.triton.nested_reduction (on by default in "
              "2.15.0): the consumer has half the row's elements, the rate of a "
              "sub-parent epilogue (2 lanes to 1), but reads its two inputs half "
-             "a row apart, not in adjacent lanes, so no complete plan exists"),
+             "a row apart, not in adjacent lanes, so no complete plan exists; "
+             "the consumer recomputes the norm (an evaluated pair, no boundary)"),
     Rule("sub_parent_epilogue_partial", cpu=False, releases=since("2.15.0"),
          patch={"triton.nested_reduction": True},
          counterfactual={"triton.nested_reduction": False},

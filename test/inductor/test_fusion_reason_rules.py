@@ -53,6 +53,20 @@ def findings(data, where):
         return [r for g in data["graphs"] for r in g["remarks"]]
     if where == "graph_break":
         return list(data["graph_breaks"])
+    if where == "evaluated_pair":
+        # a refusal between kernels that share no buffer (each recomputes its
+        # input) bounds no producer -> consumer edge: it is reported among the
+        # pairs the scheduler evaluated, which carry no stage or category
+        return [
+            dict(
+                p,
+                stage="scheduler",
+                category=fusion_report.category_of(p["reason"]).value,
+            )
+            for g in data["graphs"]
+            for p in g["evaluated_pairs"]
+            if p["reason"] is not None
+        ]
     raise ValueError(f"unknown place {where!r}")
 
 
@@ -176,7 +190,9 @@ class TestReasonRuleTable(TestCase):
         for rule in programs.RULES:
             with self.subTest(rule.code):
                 self.assertTrue(rule.why)
-                self.assertIn(rule.where, {"boundary", "remark", "graph_break"})
+                self.assertIn(
+                    rule.where, {"boundary", "remark", "graph_break", "evaluated_pair"}
+                )
                 # A rule of some releases only is one the taxonomy marks so.
                 releases = fusion_report.reasons_table()[rule.code].get("releases")
                 self.assertEqual(releases or {}, rule.releases.to_json())
