@@ -4,9 +4,13 @@
 steps) and the rule programs of ``test/inductor/fusion_rule_programs.py`` on the
 CPU under ``fusion_report.capture()`` and writes, per case and graph, every
 boundary as ``(producer, consumer, relation, reason)``, every lowering remark
-as ``(buffer, reason)`` and the kernels as op lists.  ``compare`` diffs two
-such files and lists every difference one by one, so that a restructuring of
-the instrumentation can show that nothing was lost::
+as ``(buffer, reason)``, the kernels as op lists and the lines of the
+``fusion`` log's summary; once, the report's JSON schema; and with ``--pages``,
+each model case's page (``FusionCapture.save_html``) as the DOM Chromium builds
+at 1400 px.  Measured numbers (times, sizes, ratios) and temporary paths are
+masked in the text and the DOM, so that two records of one tree are equal.
+``compare`` diffs two such files and lists every difference one by one, so that
+a restructuring of the instrumentation can show that nothing was lost::
 
     # on the revision before the change (a clone, so that edits do not leak in)
     python tools/fork.py run -- python benchmarks/fusion/golden_boundaries.py \\
@@ -26,7 +30,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -37,6 +45,25 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "test" / "inductor"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+# A measured value: a decimal, or a whole number with a unit of time, size or
+# ratio; a temporary path.  Masked so that the records of one tree agree.
+_MEASURED = re.compile(
+    r"\d+(?:\.\d+)?(?:e[-+]?\d+)?\s*(?:ns|us|µs|ms|s|%|x|[KMGT]B/s)(?!\w)"
+    r"|\d+\.\d+(?:e[-+]?\d+)?"
+)
+_TEMP_PATH = re.compile(r"/tmp/[^\s\"'<>]*")
+
+
+def masked(text: str) -> str:
+    return _TEMP_PATH.sub("/tmp/#", _MEASURED.sub("#", text))
+
+
+def _summary_lines(graph: dict[str, Any]) -> list[str]:
+    from torch._inductor import fusion_report
+
+    return [masked(line) for line in fusion_report.render_graph(graph).splitlines()]
 
 
 def _graph_record(graph: dict[str, Any]) -> dict[str, Any]:
@@ -55,10 +82,69 @@ def _graph_record(graph: dict[str, Any]) -> dict[str, Any]:
         for r in graph["remarks"]
         if r["stage"] == "lowering" and r["kind"] == "analysis" and r["buffers"]
     )
-    return {"kernels": kernels, "boundaries": boundaries, "realized": realized}
+    return {
+        "kernels": kernels,
+        "boundaries": boundaries,
+        "realized": realized,
+        "summary": _summary_lines(graph),
+    }
 
 
-def _capture(fn: Any, args: tuple[Any, ...], train: bool) -> dict[str, Any]:
+CHROMIUM = next(
+    filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))),
+    None,
+)
+
+
+def page_dom(capture: Any) -> list[str]:
+    """The DOM Chromium builds from the capture's page at 1400 px, one element
+    per line, masked."""
+    if CHROMIUM is None:
+        raise SystemExit("error: --pages needs Chromium (make system-deps installs it)")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "page.html")
+        capture.save_html(path)
+        dom = subprocess.run(
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--window-size=1400,1000",
+                "--dump-dom",
+                f"file://{path}",
+            ],
+            capture_output=True,
+            check=True,
+            timeout=120,
+        ).stdout.decode()
+    return [masked(line) for line in re.sub(r">\s*<", ">\n<", dom).splitlines()]
+
+
+def schema_lines() -> list[str]:
+    """The report's JSON schema, one ``path = value`` line per leaf."""
+    from torch._inductor import fusion_report
+
+    schema = json.loads(Path(fusion_report.SCHEMA_PATH).read_text())
+    lines: list[str] = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            for key in sorted(node):
+                walk(node[key], f"{path}/{key}")
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, f"{path}[{i}]")
+        else:
+            lines.append(f"{path} = {json.dumps(node)}")
+
+    walk(schema, "")
+    return lines
+
+
+def _capture(
+    fn: Any, args: tuple[Any, ...], train: bool, pages: dict[str, Any] | None, case: str
+) -> dict[str, Any]:
     import torch
     from torch._inductor import fusion_report
 
@@ -69,10 +155,14 @@ def _capture(fn: Any, args: tuple[Any, ...], train: bool) -> dict[str, Any]:
             from models import loss_of
 
             loss_of(out).backward()
+    if pages is not None:
+        pages[case] = page_dom(rep)
     return {g["compile_id"]: _graph_record(g) for g in rep.to_json()["graphs"]}
 
 
-def record_models(steps: list[str], only: list[str] | None = None) -> dict[str, Any]:
+def record_models(
+    steps: list[str], only: list[str] | None = None, pages: dict[str, Any] | None = None
+) -> dict[str, Any]:
     import torch
     from models import build, compile_config, for_training, MODELS
 
@@ -85,7 +175,8 @@ def record_models(steps: list[str], only: list[str] | None = None) -> dict[str, 
                 inputs = for_training(model, inputs)
             start = time.perf_counter()
             with compile_config(name), torch.set_grad_enabled(train):
-                out[f"{name}-{step}"] = _capture(model, inputs, train)
+                case = f"{name}-{step}"
+                out[case] = _capture(model, inputs, train, pages, case)
             print(f"{name}-{step}: {time.perf_counter() - start:.1f} s", flush=True)
     return out
 
@@ -141,11 +232,14 @@ def record(args: argparse.Namespace) -> int:
     data: dict[str, Any] = {
         "torch": torch.__version__,
         "fork": str(getattr(torch.version, "fork", "")),
+        "schema": schema_lines(),
         "cases": {},
+        "pages": {},
     }
     if not args.programs_only:
         only = args.models.split(",") if args.models else None
-        data["cases"].update(record_models(args.steps.split(","), only))
+        pages = data["pages"] if args.pages else None
+        data["cases"].update(record_models(args.steps.split(","), only, pages))
     if not args.no_programs:
         data["cases"].update(record_programs())
     Path(args.out).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
@@ -169,11 +263,25 @@ def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
                     f"{case} {graph}: only {'after' if gb is None else 'before'}"
                 )
                 continue
-            for field in ("kernels", "boundaries", "realized"):
-                old, new = set(gb[field]), set(ga[field])
-                out.extend(f"{case} {graph} {field} - {x}" for x in sorted(old - new))
-                out.extend(f"{case} {graph} {field} + {x}" for x in sorted(new - old))
+            for field in ("kernels", "boundaries", "realized", "summary"):
+                if field not in gb or field not in ga:
+                    continue  # a record from before the field existed
+                out.extend(_lines(f"{case} {graph} {field}", gb[field], ga[field]))
+    for case in sorted(set(before.get("pages", {})) & set(after.get("pages", {}))):
+        out.extend(_lines(f"{case} page", before["pages"][case], after["pages"][case]))
+    if before.get("schema") is not None and after.get("schema") is not None:
+        out.extend(_lines("schema", before["schema"], after["schema"]))
     return out
+
+
+def _lines(key: str, old: list[str], new: list[str]) -> list[str]:
+    """Items on one side only, each once (a multiset difference)."""
+    from collections import Counter
+
+    before, after = Counter(old), Counter(new)
+    return [f"{key} - {x}" for x in sorted((before - after).elements())] + [
+        f"{key} + {x}" for x in sorted((after - before).elements())
+    ]
 
 
 def _load(paths: str) -> dict[str, Any]:
@@ -182,7 +290,10 @@ def _load(paths: str) -> dict[str, Any]:
     for path in paths.split(","):
         data = json.loads(Path(path).read_text())
         merged["cases"].update(data["cases"])
+        merged.setdefault("pages", {}).update(data.get("pages", {}))
         merged.setdefault("torch", data.get("torch"))
+        if data.get("schema") is not None:
+            merged["schema"] = data["schema"]
     return merged
 
 
@@ -220,6 +331,11 @@ def main() -> int:
     rec.add_argument("--programs-only", action="store_true")
     rec.add_argument("--no-programs", action="store_true")
     rec.add_argument("--models", help="comma-separated subset of the model set")
+    rec.add_argument(
+        "--pages",
+        action="store_true",
+        help="also each model case's page DOM (Chromium)",
+    )
     cmp = sub.add_parser("compare", help="list the differences between two files")
     cmp.add_argument("before")
     cmp.add_argument("after")

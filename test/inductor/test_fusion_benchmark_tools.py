@@ -32,6 +32,7 @@ import ablation_report  # noqa: E402
 import bandwidth  # noqa: E402
 import combo_grouping_cost  # noqa: E402
 import fx_compare  # noqa: E402
+import golden_boundaries  # noqa: E402
 import rank_classes  # noqa: E402
 import torch  # noqa: E402
 from measure import (  # noqa: E402
@@ -487,6 +488,68 @@ class TestAblationRounds(TestCase):
         replay, _, why = capture_step(lambda: x.sum().item())
         self.assertIsNone(replay)
         self.assertIn("Error", why)
+
+
+class TestGoldenRecords(TestCase):
+    """The golden comparison masks what is measured and nothing else, and two
+    records of one tree agree."""
+
+    def test_masks_measurements_not_counts_or_names(self):
+        masked = golden_boundaries.masked
+        self.assertEqual(
+            masked("saves 12 KiB and 1 launch: 856 ns (9 GB/s, 0.75x, 45%)"),
+            "saves 12 KiB and 1 launch: # (#, #, #)",
+        )
+        self.assertEqual(masked("op12 -> buf3: 3 launches"), "op12 -> buf3: 3 launches")
+        self.assertEqual(masked("at /tmp/tmpab12/page.html"), "at /tmp/#")
+
+    def test_differences_count_repeated_lines(self):
+        graph = {"kernels": [], "boundaries": ["a -> b: x"], "realized": []}
+        before = {"cases": {"c": {"0/0": {**graph, "summary": ["s", "s"]}}}}
+        after = {"cases": {"c": {"0/0": {**graph, "summary": ["s"]}}}}
+        self.assertEqual(
+            golden_boundaries.differences(before, after), ["c 0/0 summary - s"]
+        )
+        after["cases"]["c"]["0/0"]["boundaries"] = ["a -> b: y"]
+        self.assertIn(
+            "c 0/0 boundaries + a -> b: y",
+            golden_boundaries.differences(before, after),
+        )
+
+    @unittest.skipIf(golden_boundaries.CHROMIUM is None, "needs Chromium")
+    def test_two_records_of_one_tree_agree(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = [os.path.join(tmp, f"g{i}.json") for i in (1, 2)]
+            for path in paths:
+                subprocess.run(
+                    [
+                        sys.executable,
+                        str(BENCHMARKS / "golden_boundaries.py"),
+                        "record",
+                        "--pages",
+                        "--no-programs",
+                        "--models",
+                        "sin_cos",
+                        "--steps",
+                        "inference",
+                        "--out",
+                        path,
+                    ],
+                    check=True,
+                    capture_output=True,
+                    timeout=600,
+                )
+            first = json.loads(Path(paths[0]).read_text())
+            self.assertTrue(first["pages"]["sin_cos-inference"])
+            self.assertTrue(first["schema"])
+            graph = next(iter(first["cases"]["sin_cos-inference"].values()))
+            self.assertTrue(graph["summary"][0].startswith("graph "))
+            self.assertEqual(
+                golden_boundaries.differences(
+                    first, json.loads(Path(paths[1]).read_text())
+                ),
+                [],
+            )
 
 
 if __name__ == "__main__":
