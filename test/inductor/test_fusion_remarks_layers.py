@@ -131,6 +131,39 @@ class TestFusionRemarksLayers(TestCase):
             if node not in state:
                 visit(node, [node])
 
+    def test_patched_modules_load_only_the_emitter(self):
+        """Importing the patched upstream modules loads the taxonomy, the
+        records and the hooks; the analysis, the costs, the renderers and the
+        sinks load only when a compile is recorded."""
+        import subprocess
+        import sys
+
+        probe = (
+            "import sys\n"
+            "import torch._inductor.ir, torch._inductor.scheduler\n"
+            "import torch._inductor.graph, torch._inductor.compile_fx\n"
+            "import torch._inductor.codegen.simd, torch._inductor.codegen.cpp\n"
+            "print(' '.join(sorted(m for m in sys.modules\n"
+            "    if m.startswith('torch._inductor.fusion_remarks'))))\n"
+        )
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("TORCH_LOGS", "TORCH_TRACE")
+        }
+        loaded = subprocess.run(
+            [sys.executable, "-c", probe],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+            timeout=300,
+        ).stdout.split()
+        self.assertEqual(
+            sorted(m.rsplit("fusion_remarks", 1)[1].lstrip(".") for m in loaded),
+            ["", "hooks", "model", "recorder", "taxonomy"],
+        )
+
     def test_the_checker_sees_imports_inside_functions(self):
         # The rule above must catch what the old design hid in functions.
         with tempfile.TemporaryDirectory() as tmp:

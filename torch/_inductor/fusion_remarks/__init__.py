@@ -34,5 +34,7 @@ is layered; each module has one job and imports only the ones above it here:
 ``torch._inductor.fusion_report`` is the public face (``capture``, ``to_json``,
 ``summary``, ``save_html``, ``validate``).  This ``__init__`` imports nothing,
 so that a patched upstream module importing :mod:`.hooks` loads only what the
-hooks need.
+hooks need: the taxonomy, the records (``model``, ``recorder``) and the hooks;
+the hooks load ``analysis`` and ``sinks`` only when a compile is recorded
+(``test_fusion_remarks_layers.py`` checks the module set).
 """

@@ -34,7 +34,7 @@ from typing import Any, TYPE_CHECKING, TypeVar
 import torch
 
 from .. import release_compat
-from . import analysis, recorder as rec, sinks
+from . import recorder as rec
 from .model import PairVerdict, Realization, Remark
 from .recorder import Evaluation, fusion_log, guarded, Refusal
 from .taxonomy import Kind, Reason, Stage
@@ -672,6 +672,10 @@ def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
         recorder = rec.current_recorder(create=False)
         if recorder is None or not recorder.base_nodes:
             return
+        # Loaded only when someone listens: importing a patched upstream module
+        # loads the taxonomy, the records and the hooks, not the analysis.
+        from . import analysis, sinks
+
         _close_generating(recorder)
         report = analysis.analyze_graph(scheduler, recorder, rec.graph_label())
         # Inductor's metric also counts kernels made while autotuning during
@@ -736,4 +740,6 @@ def replay_cached_report(compiled: Any) -> None:
     report["remarks"] = [
         dict(r, graph=label) if r.get("graph") else r for r in report["remarks"]
     ]
+    from . import sinks
+
     sinks.publish(report, cache="replayed")
