@@ -148,7 +148,7 @@ def hook_cost(model: str, device: str) -> dict[str, object]:
 
     code = Reason.DEP_MISMATCH
 
-    def decide():
+    def decide(node1, node2, **options):
         return True
 
     def realize_rule_sample():

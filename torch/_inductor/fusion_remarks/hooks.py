@@ -310,28 +310,32 @@ def evaluate_pair(
     scheduler: Scheduler,
     node1: BaseSchedulerNode,
     node2: BaseSchedulerNode,
-    decide: Callable[[], bool],
+    decide: Callable[..., bool],
+    **options: Any,
 ) -> bool:
-    """``Scheduler.can_fuse``: run the check (``decide``) and record its verdict.
+    """``Scheduler.can_fuse``: run the check (``decide(node1, node2,
+    **options)``, the scheduler's own method, so that no closure is built per
+    call) and record its verdict.
 
     Nested evaluations (a foreach or mix-order node evaluating its members)
     add their refusals to the outermost pair, whose verdict is recorded.
     """
     recorder = rec.current_recorder(create=False) if rec.is_enabled() else None
     if recorder is None and rec.forcing is None:
-        return decide()
+        return decide(node1, node2, **options)
     if recorder is None:
         recorder = rec.current_recorder()
         if recorder is None:
-            return decide()
+            return decide(node1, node2, **options)
     outermost = not recorder.evaluations
     if outermost:
         recorder.evaluations.append(Evaluation(node1, node2))
     try:
-        result = decide()
+        result = decide(node1, node2, **options)
         if outermost and not result and rec.forcing is not None:
             # fusion_check: evaluate the target pair again with one heuristic off.
-            result = rec.forcing.reconsider(recorder, node1, node2, decide)
+            again = functools.partial(decide, node1, node2, **options)
+            result = rec.forcing.reconsider(recorder, node1, node2, again)
     finally:
         evaluation = recorder.evaluations.pop() if outermost else None
     if evaluation is not None:
@@ -343,14 +347,15 @@ def evaluate_speedup(
     scheduler: Scheduler,
     node1: BaseSchedulerNode,
     node2: BaseSchedulerNode,
-    decide: Callable[[], Any],
+    decide: Callable[[Any, Any], Any],
 ) -> Any:
-    """``Scheduler.speedup_by_fusion``: a benchmark's refusal is a verdict too."""
+    """``Scheduler.speedup_by_fusion``: a benchmark's refusal is a verdict too
+    (``decide(node1, node2)`` is the scheduler's own method)."""
     if rec.forcing is not None:
         forced = rec.forcing.forced_speedup(node1, node2)
         if forced is not None:
             return forced
-    result = decide()
+    result = decide(node1, node2)
     if (
         rec.is_enabled()
         and not getattr(result, "should_fuse", True)
