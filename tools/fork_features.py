@@ -92,6 +92,10 @@ FEATURES: tuple[Feature, ...] = (
             "torch/_inductor/fusion_remarks/*",
             "torch/_inductor/fusion_report.py",
             "torch/_inductor/fusion_report_schema.json",
+            # the one parser of the fork's environment switches (the cost
+            # model's among them); each stack keeps the switches it adds
+            "torch/_inductor/fusion_switches.py",
+            "test/inductor/test_fusion_switches.py",
             "test/inductor/test_fusion_remarks*.py",
             "test/inductor/test_fusion_reason_rules.py",
             "test/inductor/fusion_rule_programs.py",
@@ -122,9 +126,7 @@ FEATURES: tuple[Feature, ...] = (
         files=(
             "torch/_inductor/fusion_ablation.py",
             "torch/_inductor/fusion_ablation_options.py",
-            "torch/_inductor/fusion_switches.py",
             "test/inductor/test_fusion_ablation.py",
-            "test/inductor/test_fusion_switches.py",
             "test/inductor/fusion_ablation_options_*.txt",
             "docs/source/torch.compiler_fusion_ablation.md",
         ),

@@ -99,6 +99,60 @@ def imported_package_modules(name, path):
     return out
 
 
+def fork_modules():
+    """Every module the fork adds under ``torch/`` (the repository's ``torch/``
+    holds only new files), by dotted name."""
+    out = {}
+    for path in sorted((ROOT / "torch").rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _type_checking_only(tree):
+    """The import nodes under ``if TYPE_CHECKING:``: they never run."""
+    skipped = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for sub in node.body:
+                skipped.update(id(n) for n in ast.walk(sub))
+    return skipped
+
+
+def fork_imports(name, path, modules):
+    """The fork modules ``name`` imports at run time, at module level or
+    inside a function (not those imported for type checking only)."""
+    tree = ast.parse(path.read_text())
+    skipped = _type_checking_only(tree)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = (
+                    package.rsplit(".", node.level - 1)[0]
+                    if node.level > 1
+                    else package
+                )
+                base = f"{base}.{node.module}" if node.module else base
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                if candidate in modules:
+                    out.add(candidate)
+                elif base in modules:
+                    out.add(base)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name in modules)
+    out.discard(name)
+    return out
+
+
 class TestFusionRemarksLayers(TestCase):
     def test_every_module_has_a_layer(self):
         self.assertEqual(sorted(name for name, _ in package_modules()), sorted(LAYERS))
@@ -130,6 +184,40 @@ class TestFusionRemarksLayers(TestCase):
         for node in graph:
             if node not in state:
                 visit(node, [node])
+
+    def test_no_import_cycle_among_the_forks_modules(self):
+        """Over every module the fork adds (the remarks, the ablation switches,
+        the passes, the FX fusion arm, the plumbing): no cycle, counting
+        imports inside functions; a feature registers with the remarks core,
+        which imports no feature."""
+        modules = fork_modules()
+        self.assertIn("torch._inductor.fusion_ablation", modules)
+        graph = {
+            name: fork_imports(name, path, modules) for name, path in modules.items()
+        }
+        state = {}
+
+        def visit(node, stack):
+            state[node] = "open"
+            for succ in sorted(graph.get(node, ())):
+                if state.get(succ) == "open":
+                    self.fail(f"import cycle: {' -> '.join([*stack, succ])}")
+                if succ not in state:
+                    visit(succ, [*stack, succ])
+            state[node] = "done"
+
+        for node in sorted(graph):
+            if node not in state:
+                visit(node, [node])
+        core = [m for m in modules if m.startswith("torch._inductor.fusion_remarks")]
+        features = {
+            "torch._inductor.fusion_ablation",
+            "torch._inductor.one_pass_reductions",
+            "torch._inductor.launch_bound_combo",
+        }
+        self.assertEqual(
+            {m: sorted(graph[m] & features) for m in core if graph[m] & features}, {}
+        )
 
     def test_patched_modules_load_only_the_emitter(self):
         """Importing the patched upstream modules loads the taxonomy, the

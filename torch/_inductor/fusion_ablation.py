@@ -40,6 +40,9 @@ from typing import Any, TYPE_CHECKING
 import torch
 
 from . import release_compat
+from .fusion_remarks import recorder as fusion_recorder
+from .fusion_remarks.model import Remark
+from .fusion_remarks.taxonomy import Kind, Reason, Stage
 from .release_range import ALL_RELEASES, ReleaseRange, since, until
 
 
@@ -446,6 +449,25 @@ def held_options() -> list[tuple[str, HeldOption]]:
     return held
 
 
+def held_off_remarks(graph_label: str) -> list[Remark]:
+    """One ``config_held_off`` remark per option the switches in effect hold
+    off, added to each graph's report (registered with the recorder below)."""
+    return [
+        Remark(
+            Kind.ANALYSIS,
+            Reason.CONFIG_HELD_OFF,
+            Stage.LOWERING,
+            args={"switch": switch, "option": h.option, "value": h.value},
+            detail=f"config.{switch} held {h.option}={h.value!r}: {h.optimization}",
+            graph=graph_label,
+        )
+        for switch, h in held_options()
+    ]
+
+
+fusion_recorder.add_graph_remarks(held_off_remarks)
+
+
 def _config_of(option: str) -> tuple[Any, str]:
     if option.startswith(_FUNCTORCH):
         return torch._functorch.config, option[len(_FUNCTORCH) :]
@@ -570,7 +592,6 @@ def realize_alone(result: Any, node: torch.fx.Node) -> None:
     if node.op != "call_function" or not torch._inductor.config.no_fusion:
         return
     from .fusion_remarks.hooks import realize_rule
-    from .fusion_remarks.taxonomy import Reason
     from .ir import TensorBox
 
     with realize_rule(Reason.NO_FUSION):

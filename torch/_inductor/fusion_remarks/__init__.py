@@ -14,7 +14,9 @@ is layered; each module has one job and imports only the ones above it here:
     what a missed fusion costs: the device's cost model, each boundary's
     predicted gain, measured kernel times joined by name
 ``recorder``
-    what is recorded for the graph being compiled, and whether anyone listens
+    what is recorded for the graph being compiled, and whether anyone listens;
+    features (the ablation switches) register the remarks they add to each
+    graph here, so that the package imports no feature
 ``analysis``
     recorded data to a graph report (every boundary with one reason), no side effects
 ``render``

@@ -696,20 +696,3 @@ def coverage_violations(graph: dict[str, Any]) -> list[str]:
                 f"{b['producer']} -> {b['consumer']}: unknown reason {b['reason']}"
             )
     return problems
-
-
-def held_off_remarks(report: dict[str, Any]) -> list[Remark]:
-    """One ``config`` remark per option an ablation switch held off."""
-    from .. import fusion_ablation
-
-    return [
-        Remark(
-            Kind.ANALYSIS,
-            Reason.CONFIG_HELD_OFF,
-            Stage.LOWERING,
-            args={"switch": switch, "option": h.option, "value": h.value},
-            detail=f"config.{switch} held {h.option}={h.value!r}: {h.optimization}",
-            graph=report["compile_id"],
-        )
-        for switch, h in fusion_ablation.held_options()
-    ]

@@ -687,7 +687,8 @@ def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
         # lowering; what this graph's codegen generated is the difference.
         report["generated_kernel_count"] = metrics.generated_kernel_count - before
         report["remarks"].extend(r.to_json() for r in rec.take_pending_remarks())
-        report["remarks"].extend(r.to_json() for r in analysis.held_off_remarks(report))
+        label = report["compile_id"]
+        report["remarks"].extend(r.to_json() for r in rec.graph_remarks(label))
         sinks.publish(report)
         recorder.published = report
     except Exception as e:

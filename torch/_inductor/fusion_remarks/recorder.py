@@ -207,6 +207,23 @@ def pending_remarks() -> list[tuple[str, Remark]]:
     return _pending_remarks
 
 
+# Features that add remarks to every graph's report (the ablation switches:
+# one remark per option they held off), each called with the graph's label.
+# A feature registers here when it is imported; the remarks core never
+# imports a feature.
+_graph_remark_providers: list[Callable[[str], list[Remark]]] = []
+
+
+def add_graph_remarks(provider: Callable[[str], list[Remark]]) -> None:
+    """Have ``provider(graph_label)`` add remarks to each published graph."""
+    if provider not in _graph_remark_providers:
+        _graph_remark_providers.append(provider)
+
+
+def graph_remarks(graph_label: str) -> list[Remark]:
+    return [r for provider in _graph_remark_providers for r in provider(graph_label)]
+
+
 def take_pending_remarks() -> list[Remark]:
     """The remarks kept so far for the current compile (and forget them)."""
     key = compile_key()
