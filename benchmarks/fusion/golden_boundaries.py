@@ -37,7 +37,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TYPE_CHECKING
+
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
 HERE = Path(__file__).resolve().parent
@@ -54,10 +58,32 @@ _MEASURED = re.compile(
     r"|\d+\.\d+(?:e[-+]?\d+)?"
 )
 _TEMP_PATH = re.compile(r"/tmp/[^\s\"'<>]*")
+# Where the tree is, and what its sources are, differ between the two trees
+# compared: the directories above the repository's top-level folders (or
+# site-packages), the page's per-file anchors (a hash of the path), line
+# numbers (a program moved in its file) and the fork's revision.
+_CHECKOUT = re.compile(r"(?:/[\w.+-]+)+/(?=(?:torch|test|benchmarks)/)")
+_SOURCE_ANCHOR = re.compile(r"\bsrc-[0-9a-f]{6,}\b")
+_LINE_NUMBER = re.compile(r"(\.py:|-L|\bline )\d+")
+_REVISION = re.compile(r"fusion-fork [0-9a-f]+(?:-dirty)?(?: \(sources [0-9a-f]+\))?")
+# a value of a list in the flattened schema: its index does not matter
+_LIST_INDEX = re.compile(r"\[\d+\] = ")
+
+
+# a whole absolute path (a source file's, in a title): which checkout or
+# virtualenv it lies in is not the fork's output
+_ABSOLUTE_PATH = re.compile(
+    r"(?:<tree>|/tmp/#|(?:/[\w.+#-]+){2,})(?:/[\w.+#-]+)*(?::[#\d]+)?\]?"
+)  # (with a closing bracket after it: records of before 4c40a97 masked it so)
 
 
 def masked(text: str) -> str:
-    return _TEMP_PATH.sub("/tmp/#", _MEASURED.sub("#", text))
+    text = _CHECKOUT.sub("<tree>/", text)
+    text = _TEMP_PATH.sub("/tmp/#", _MEASURED.sub("#", text))
+    text = _SOURCE_ANCHOR.sub("src-#", text)
+    text = _LINE_NUMBER.sub(r"\1#", text)
+    text = _REVISION.sub("fusion-fork #", text)
+    return _ABSOLUTE_PATH.sub("<path>", text)
 
 
 def _summary_lines(graph: dict[str, Any]) -> list[str]:
@@ -263,18 +289,37 @@ def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
                     f"{case} {graph}: only {'after' if gb is None else 'before'}"
                 )
                 continue
-            for field in ("kernels", "boundaries", "realized", "summary"):
-                if field not in gb or field not in ga:
-                    continue  # a record from before the field existed
+            for field in ("kernels", "boundaries", "realized"):
                 out.extend(_lines(f"{case} {graph} {field}", gb[field], ga[field]))
+            if "summary" in gb and "summary" in ga:  # records before it had none
+                out.extend(
+                    _lines(
+                        f"{case} {graph} summary",
+                        map(masked, gb["summary"]),
+                        map(masked, ga["summary"]),
+                    )
+                )
+    # masked again: a record made before a masking rule compares as if after
     for case in sorted(set(before.get("pages", {})) & set(after.get("pages", {}))):
-        out.extend(_lines(f"{case} page", before["pages"][case], after["pages"][case]))
+        out.extend(
+            _lines(
+                f"{case} page",
+                map(masked, before["pages"][case]),
+                map(masked, after["pages"][case]),
+            )
+        )
     if before.get("schema") is not None and after.get("schema") is not None:
-        out.extend(_lines("schema", before["schema"], after["schema"]))
+        out.extend(
+            _lines(
+                "schema",
+                (_LIST_INDEX.sub("[] = ", x) for x in before["schema"]),
+                (_LIST_INDEX.sub("[] = ", x) for x in after["schema"]),
+            )
+        )
     return out
 
 
-def _lines(key: str, old: list[str], new: list[str]) -> list[str]:
+def _lines(key: str, old: Iterable[str], new: Iterable[str]) -> list[str]:
     """Items on one side only, each once (a multiset difference)."""
     from collections import Counter
 

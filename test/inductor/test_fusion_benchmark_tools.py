@@ -501,7 +501,13 @@ class TestGoldenRecords(TestCase):
             "saves 12 KiB and 1 launch: # (#, #, #)",
         )
         self.assertEqual(masked("op12 -> buf3: 3 launches"), "op12 -> buf3: 3 launches")
-        self.assertEqual(masked("at /tmp/tmpab12/page.html"), "at /tmp/#")
+        self.assertEqual(masked("at /tmp/tmpab12/page.html"), "at <path>")
+        # where a source file lies is masked, its name and the code are not
+        self.assertEqual(
+            masked('<code title="/work/a/.venv/x/models.py:12">models.py:12</code>'),
+            '<code title="<path>">models.py:#</code>',
+        )
+        self.assertEqual(masked("mm -> cos: extern_kernel"), "mm -> cos: extern_kernel")
 
     def test_differences_count_repeated_lines(self):
         graph = {"kernels": [], "boundaries": ["a -> b: x"], "realized": []}
