@@ -1,13 +1,26 @@
-"""Export the fork as a ``git am`` series (``fork.py export``).
+"""Export the fork as one ``git am`` stack per feature (``fork.py export``).
 
-The whole change, new files and patched upstream files, written as one commit
-per file against the release's pristine sources, verified with ``git apply
---check`` and ``git am`` on a tree of those sources, with the pull request's
-text beside it.  Fork plumbing (:data:`FORK_ONLY`) is never exported.
+Each feature of :data:`fork_features.FEATURES` that changes ``torch/`` (the
+fusion remarks, the ablation switches, the one-pass reductions, the
+launch-bound combo kernels) becomes a numbered stack ``NN-<feature>/`` of
+commits shaped as upstream pull requests: a title ``[inductor] ...``, a
+summary of what and why, and a test plan with the exact test command.  A
+stack's commits add its new modules (a few per commit, at most about
+:data:`MAX_CHANGED_LINES` changed lines outside tests), then its hooks in
+upstream files (its layer of each patched file), then its tests and docs.
+
+Every stack is verified with ``git am`` on a tree of the release's pristine
+sources with the stacks before it applied (the remarks stack on the pristine
+tree alone), and the files it leaves are compared with the fork's layers.
+Fork plumbing (:data:`FORK_ONLY`, the ``plumbing`` feature: the fork's
+identity, the version patch, the overlay test, release differences) is never
+exported.  ``INDEX.md`` beside the stacks gives each stack's size and its
+largest commit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -15,124 +28,68 @@ import sys
 import tempfile
 from pathlib import Path
 
-import fork as fork_tool
+import fork_overlay as fork_tool
+from fork_features import FEATURES, owner_of
+from patch_stack import apply_layers
 from patchset import make_patch
 
 
-EXPORT_ROOTS = ("torch", "test", "benchmarks", "docs")
+# Roots whose files of ours go upstream, at the same paths.
+EXPORT_ROOTS = ("torch", "test", "docs")
 # Files that only make sense in the fork (its identity); never exported.
 FORK_ONLY = frozenset(
     {"torch/_fork.py", "torch/version.py", "test/inductor/test_fork_overlay.py"}
 )
-# Directories of measured results: evidence for this fork, not upstream code.
-FORK_ONLY_DIRS = ("benchmarks/results/",)
+NEVER_EXPORTED = frozenset({"plumbing"})
+# A commit's changed lines outside tests, at most (a module larger than this
+# is a commit of its own).
+MAX_CHANGED_LINES = 800
+AUTHOR = "Fusion Fork <fusion-fork@users.noreply.github.com>"
 
 
-def export_series(fork: fork_tool.Fork, out: Path) -> list[Path]:
-    """Write the change as a ``git am`` series and verify it applies to pristine sources."""
-    out = out.resolve()
-    if fork_tool.inside(out, fork.repo) and not fork_tool.inside(
-        out, fork.repo / "build"
-    ):
-        raise fork_tool.ForkError(
-            f"{out} is inside the repository; the exported series is an output and is "
-            "committed nowhere: write it under build/ or outside the repository"
-        )
-    _, contents, _ = fork_tool.desired_tree(fork)
-    patches: list[tuple[str, str]] = []  # (subject, diff)
-    new_by_root: dict[str, list[str]] = {}
-    for root in EXPORT_ROOTS:
-        base = fork.repo / root
-        if base.is_dir():
-            for p in sorted(base.rglob("*")):
-                rel = p.relative_to(fork.repo).as_posix()
-                if (
-                    p.is_file()
-                    and not fork_tool.ignored(p.relative_to(base))
-                    and rel not in FORK_ONLY
-                    and not rel.startswith(FORK_ONLY_DIRS)
-                ):
-                    new_by_root.setdefault(root, []).append(rel)
-    for rel in new_by_root.get("torch", []):
-        patches.append(
-            (
-                f"[inductor] Add {rel}",
-                _new_file_diff(rel, (fork.repo / rel).read_text(encoding="utf-8")),
-            )
-        )
-    for rel in sorted(contents):
-        if rel in FORK_ONLY:
-            continue
-        diff = make_patch(rel, fork.read_pristine(rel), contents[rel])
-        patches.append((f"[inductor] Hook fusion instrumentation into {rel}", diff))
-    for root in ("test", "benchmarks", "docs"):
-        for rel in new_by_root.get(root, []):
-            patches.append(
-                (
-                    f"[inductor] Add {rel}",
-                    _new_file_diff(rel, (fork.repo / rel).read_text(encoding="utf-8")),
-                )
-            )
-    if not patches:
-        raise fork_tool.ForkError("nothing to export: no new files and no patches")
+@dataclasses.dataclass
+class Commit:
+    title: str
+    summary: str
+    diffs: list[tuple[str, str]]  # (path, unified diff)
+    test_plan: str
 
-    if out.exists():
-        for old in out.glob("*.patch"):
-            old.unlink()
-    out.mkdir(parents=True, exist_ok=True)
-    author = "Fusion Fork <fusion-fork@users.noreply.github.com>"
-    revision = fork_tool.git_revision(fork.repo)
-    written = []
-    total = len(patches)
-    for i, (subject, diff) in enumerate(patches, 1):
-        slug = re.sub(r"[^A-Za-z0-9]+", "-", subject.split("] ", 1)[-1]).strip("-")[:52]
-        path = out / f"{i:04d}-{slug}.patch"
-        path.write_text(
-            f"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
-            f"From: {author}\n"
-            f"Date: Thu, 1 Jan 2026 00:00:00 +0000\n"
-            f"Subject: [PATCH {i}/{total}] {subject}\n\n"
-            f"Exported from the fusion fork at revision {revision} by tools/fork.py export.\n"
-            f"---\n{diff}\n",
-            encoding="utf-8",
-        )
-        written.append(path)
-    verify_series(fork, written, contents)
-    (out / "PULL_REQUEST.md").write_text(
-        pull_request_text(fork, patches), encoding="utf-8"
-    )
-    return written
-
-
-def pull_request_text(fork: fork_tool.Fork, patches: list[tuple[str, str]]) -> str:
-    """The pull request's description: the release the series is against and
-    its size, counted from the series itself."""
-    hooked = [(s, d) for s, d in patches if "Hook fusion instrumentation" in s]
-    added = [(s, d) for s, d in patches if s.startswith("[inductor] Add ")]
-
-    def changed_lines(diff: str) -> int:
+    def changed_lines(self, tests: bool = True) -> int:
         return sum(
-            1
-            for line in diff.splitlines()
-            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+            _changed(diff)
+            for path, diff in self.diffs
+            if tests or not path.startswith("test/")
         )
 
-    patch_lines = sum(len(d.splitlines()) for _, d in hooked)
-    return (
-        f"# [inductor] Fusion remarks: every kernel boundary with its reason\n\n"
-        f"Against `v{fork.release}` (`git am` on a checkout of that tag). "
-        f"{len(patches)} commits: {len(added)} new files and hooks in "
-        f"{len(hooked)} upstream files, whose patches are {patch_lines} lines "
-        f"({sum(changed_lines(d) for _, d in hooked)} changed lines).\n\n"
-        "Inductor decides at many sites which ops share a kernel; this series "
-        "makes every such rule report its decision with a reason code "
-        "(`TORCH_LOGS=fusion`, `torch._inductor.fusion_report`), so that each "
-        "kernel boundary of a compiled graph is explained. The upstream files "
-        "change only by one-line calls into `torch/_inductor/fusion_remarks/` "
-        "and a reason code at each `WhyNoFuse` call; nothing changes when the "
-        "log is off.\n\n"
-        f"Exported from the fusion fork at revision {fork_tool.git_revision(fork.repo)}.\n"
+
+@dataclasses.dataclass
+class Stack:
+    number: int
+    feature: str
+    summary: str
+    needs: tuple[str, ...]
+    commits: list[Commit]
+    paths: list[Path] = dataclasses.field(default_factory=list)
+
+
+def _changed(diff: str) -> int:
+    return sum(
+        1
+        for line in diff.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
     )
+
+
+def _first_sentence(text: str) -> str:
+    match = re.search(r'"""(.+?)(?:\n\n|""")', text, re.S)
+    if not match:
+        return ""
+    return " ".join(match.group(1).split())
+
+
+def _short(summary: str) -> str:
+    """A feature's name for commit titles: its summary up to the colon."""
+    return summary.split(":", 1)[0]
 
 
 def _new_file_diff(rel: str, text: str) -> str:
@@ -144,18 +101,315 @@ def _new_file_diff(rel: str, text: str) -> str:
     return f"{head}\nnew file mode 100644\n{rest}"
 
 
-def verify_series(
-    fork: fork_tool.Fork, series: list[Path], contents: dict[str, str]
+def _feature_files(fork: fork_tool.Fork) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for root in EXPORT_ROOTS:
+        base = fork.repo / root
+        if not base.is_dir():
+            continue
+        for p in sorted(base.rglob("*")):
+            rel = p.relative_to(fork.repo).as_posix()
+            if not p.is_file() or fork_tool.ignored(p.relative_to(base)):
+                continue
+            if rel in FORK_ONLY:
+                continue
+            owner = owner_of(rel)
+            if owner is not None:
+                out.setdefault(owner, []).append(rel)
+    return out
+
+
+def _test_command(tests: list[str]) -> str:
+    runnable = [t for t in tests if Path(t).name.startswith("test_")]
+    if not runnable:
+        return "No test of its own: the stack's tests come in a later commit."
+    return "\n".join(f"    python {t}" for t in runnable)
+
+
+def plan_stacks(fork: fork_tool.Fork) -> tuple[list[Stack], dict[str, list[str]]]:
+    """The stacks to write, and each patched file's state after each layer."""
+    files = _feature_files(fork)
+    layered = fork.patched_files()
+    states: dict[str, list[str]] = {}
+    layer_diffs: dict[str, list[tuple[str, str]]] = {}
+    for rel, file_layers in layered.items():
+        texts, _ = apply_layers(fork.read_pristine(rel), file_layers, rel, fork.repo)
+        states[rel] = texts
+        for layer, before, after in zip(file_layers, texts, texts[1:]):
+            if rel in FORK_ONLY:
+                continue
+            layer_diffs.setdefault(layer.feature, []).append(
+                (rel, make_patch(rel, before, after))
+            )
+    stacks: list[Stack] = []
+    for feature in FEATURES:
+        if feature.name in NEVER_EXPORTED:
+            continue
+        owned = files.get(feature.name, [])
+        hooks = layer_diffs.get(feature.name, [])
+        if not owned and not hooks:
+            continue
+        modules = [f for f in owned if f.startswith("torch/")]
+        tests = [f for f in owned if f.startswith("test/")]
+        docs = [f for f in owned if f.startswith("docs/")]
+        test_plan = _test_command(tests)
+        commits: list[Commit] = []
+        group: list[tuple[str, str]] = []
+
+        def flush(
+            group: list[tuple[str, str]],
+            commits: list[Commit] = commits,
+            feature=feature,
+        ) -> None:
+            if not group:
+                return
+            names = [Path(p).name for p, _ in group]
+            sentences = []
+            for path, _ in group:
+                text = (fork.repo / path).read_text(encoding="utf-8")
+                sentence = _first_sentence(text)
+                if sentence:
+                    sentences.append(f"- `{path}`: {sentence}")
+            commits.append(
+                Commit(
+                    f"[inductor] {_short(feature.summary)}: add {', '.join(names)}",
+                    "New modules, imported by nothing upstream until the hooks "
+                    "commit of this stack:\n\n" + "\n".join(sentences),
+                    list(group),
+                    "Imports only; the hooks commit and the tests commit exercise "
+                    "them:\n\n    python -c 'import "
+                    + ", ".join(
+                        p[: -len(".py")].replace("/", ".")
+                        for p, _ in group
+                        if p.endswith(".py") and not p.endswith("__init__.py")
+                    )
+                    + "'"
+                    if any(
+                        p.endswith(".py") and not p.endswith("__init__.py")
+                        for p, _ in group
+                    )
+                    else "Data files read by the modules above.",
+                )
+            )
+            group.clear()
+
+        size = 0
+        for path in modules:
+            diff = _new_file_diff(path, (fork.repo / path).read_text(encoding="utf-8"))
+            if group and size + _changed(diff) > MAX_CHANGED_LINES:
+                flush(group)
+                size = 0
+            group.append((path, diff))
+            size += _changed(diff)
+        flush(group)
+        size = 0
+        batch: list[tuple[str, str]] = []
+        for rel, diff in hooks:
+            if batch and size + _changed(diff) > MAX_CHANGED_LINES:
+                commits.append(_hooks_commit(feature, batch, test_plan))
+                batch, size = [], 0
+            batch.append((rel, diff))
+            size += _changed(diff)
+        if batch:
+            commits.append(_hooks_commit(feature, batch, test_plan))
+        if tests:
+            commits.append(
+                Commit(
+                    f"[inductor] {_short(feature.summary)}: tests",
+                    "Tests in upstream's conventions (torch._inductor.test_case."
+                    "TestCase, run_tests()): real compiles, checked against eager "
+                    "and against the rule each reason names.",
+                    [
+                        (
+                            t,
+                            _new_file_diff(
+                                t, (fork.repo / t).read_text(encoding="utf-8")
+                            ),
+                        )
+                        for t in tests
+                    ],
+                    test_plan,
+                )
+            )
+        if docs:
+            commits.append(
+                Commit(
+                    f"[inductor] {_short(feature.summary)}: docs",
+                    "The user documentation of this stack.",
+                    [
+                        (
+                            d,
+                            _new_file_diff(
+                                d, (fork.repo / d).read_text(encoding="utf-8")
+                            ),
+                        )
+                        for d in docs
+                    ],
+                    "Documentation only.",
+                )
+            )
+        stacks.append(
+            Stack(
+                len(stacks) + 1, feature.name, feature.summary, feature.needs, commits
+            )
+        )
+    return stacks, states
+
+
+def _hooks_commit(feature, batch: list[tuple[str, str]], test_plan: str) -> Commit:
+    files = ", ".join(f"`{rel}`" for rel, _ in batch)
+    return Commit(
+        f"[inductor] {_short(feature.summary)}: hooks in "
+        + ", ".join(Path(rel).name for rel, _ in batch),
+        f"Calls into this stack's modules at the upstream sites it needs ({files}): "
+        "one-line calls and arguments; upstream statements keep their lines.\n\n"
+        + off_behaviour(feature.name),
+        list(batch),
+        test_plan,
+    )
+
+
+def off_behaviour(feature: str) -> str:
+    """What changes when the stack's switch or log is off: the PR text's claim."""
+    return {
+        "remarks": (
+            "With the `fusion` log off and no capture, TORCH_TRACE unset: the "
+            "hooks return after one check of whether anyone listens; generated "
+            "code is the same with the log on or off (tests compare it)."
+        ),
+        "ablation": (
+            "With `config.fusion_only` and `config.no_fusion` False (the "
+            "default), nothing is held off and no option changes; the hooks "
+            "read the two flags."
+        ),
+        "one_pass": (
+            "With `config.one_pass_reductions` False (the default), kernels and "
+            "their configs are upstream's; the hooks read the flag."
+        ),
+        "launch_bound_combo": (
+            "With `config.launch_bound_combo_kernels` False (the default), the "
+            "combo step is upstream's; the hook reads the flag."
+        ),
+    }.get(feature, "")
+
+
+def write_stack(stack: Stack, out: Path, revision: str) -> None:
+    total = len(stack.commits)
+    stack_dir = out / f"{stack.number:02d}-{stack.feature}"
+    stack_dir.mkdir(parents=True, exist_ok=True)
+    for i, commit in enumerate(stack.commits, 1):
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", commit.title.split("] ", 1)[-1])
+        path = stack_dir / f"{i:04d}-{slug.strip('-')[:52]}.patch"
+        body = (
+            f"{commit.summary}\n\nTest Plan:\n{commit.test_plan}\n\n"
+            f"Stack {stack.number} ({stack.feature}), commit {i} of {total}; "
+            f"exported from the fusion fork at revision {revision}."
+        )
+        path.write_text(
+            "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+            f"From: {AUTHOR}\n"
+            "Date: Thu, 1 Jan 2026 00:00:00 +0000\n"
+            f"Subject: [PATCH {i}/{total}] {commit.title}\n\n"
+            f"{body}\n---\n" + "".join(diff for _, diff in commit.diffs) + "\n",
+            encoding="utf-8",
+        )
+        stack.paths.append(path)
+
+
+def pull_request_text(fork: fork_tool.Fork, stack: Stack) -> str:
+    """The stack's pull request: what, why, what changes when it is off, its
+    size and the tests to run, counted from the stack itself."""
+    tests = sorted(
+        {p for c in stack.commits for p, _ in c.diffs if p.startswith("test/")}
+    )
+    hooked = sorted(
+        {
+            p
+            for c in stack.commits
+            for p, d in c.diffs
+            if p.startswith("torch/") and "new file mode" not in d
+        }
+    )
+    largest = max(stack.commits, key=lambda c: c.changed_lines(tests=False))
+    needs = (
+        f"Applies on top of stacks {', '.join(stack.needs)} (and those before it)."
+        if stack.needs
+        else "Applies on the release on its own."
+    )
+    return (
+        f"# [inductor] {stack.summary}\n\n"
+        f"Against `v{fork.release}`; {needs} {len(stack.commits)} commits, "
+        f"{sum(c.changed_lines() for c in stack.commits)} changed lines "
+        f"({sum(c.changed_lines(tests=False) for c in stack.commits)} outside tests; "
+        f'the largest commit, "{largest.title}", '
+        f"{largest.changed_lines(tests=False)}).\n\n"
+        f"Upstream files it hooks: {', '.join(f'`{h}`' for h in hooked) or 'none'}.\n\n"
+        f"When it is off: {off_behaviour(stack.feature)}\n\n"
+        "Test plan:\n\n" + _test_command(tests) + "\n"
+    )
+
+
+def export_series(fork: fork_tool.Fork, out: Path) -> list[Stack]:
+    """Write every feature's stack and verify each with ``git am``."""
+    out = out.resolve()
+    if fork_tool.inside(out, fork.repo) and not fork_tool.inside(
+        out, fork.repo / "build"
+    ):
+        raise fork_tool.ForkError(
+            f"{out} is inside the repository; the exported stacks are an output and "
+            "are committed nowhere: write them under build/ or outside the repository"
+        )
+    stacks, states = plan_stacks(fork)
+    if not stacks:
+        raise fork_tool.ForkError("nothing to export: no feature changes torch/")
+    if out.exists():
+        for old in sorted(out.glob("*/*.patch")) + sorted(out.glob("*.patch")):
+            old.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    revision = fork_tool.git_revision(fork.repo)
+    for stack in stacks:
+        write_stack(stack, out, revision)
+        (out / f"{stack.number:02d}-{stack.feature}" / "PULL_REQUEST.md").write_text(
+            pull_request_text(fork, stack), encoding="utf-8"
+        )
+    verify_stacks(fork, stacks, states)
+    (out / "INDEX.md").write_text(index_text(fork, stacks), encoding="utf-8")
+    return stacks
+
+
+def index_text(fork: fork_tool.Fork, stacks: list[Stack]) -> str:
+    rows = [
+        f"# The fusion fork as pull-request stacks, against torch {fork.release}",
+        "",
+        "Written by `make export` (`tools/fork.py export`); each stack verified "
+        "with `git am` on the pristine sources with the stacks before it applied.",
+        "",
+        "| stack | commits | changed lines | outside tests | largest commit (outside tests) |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for s in stacks:
+        largest = max(s.commits, key=lambda c: c.changed_lines(tests=False))
+        rows.append(
+            f"| {s.number:02d}-{s.feature} | {len(s.commits)} | "
+            f"{sum(c.changed_lines() for c in s.commits)} | "
+            f"{sum(c.changed_lines(tests=False) for c in s.commits)} | "
+            f"{largest.changed_lines(tests=False)}: {largest.title} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def verify_stacks(
+    fork: fork_tool.Fork, stacks: list[Stack], states: dict[str, list[str]]
 ) -> None:
-    """``git apply --check`` then ``git am`` the series on a tree of pristine sources."""
+    """``git am`` each stack on a tree of pristine sources with the earlier
+    stacks applied; after each, every patched file equals its layers' state."""
+    layered = fork.patched_files()
     with tempfile.TemporaryDirectory(prefix="fork-export-") as tmp:
         tree = Path(tmp)
-        for rel in contents:
+        for rel in states:
             dst = tree / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(fork.pristine_file(rel), dst)
-        # Put the rest of the touched packages' pristine modules beside them, so
-        # the tree looks like a checkout and new files prove they collide with nothing.
         git = [
             "git",
             "-C",
@@ -169,39 +423,34 @@ def verify_series(
         ]
         _git([*git, "init", "-q"])
         _git([*git, "add", "-A"])
-        _git(
-            [
-                *git,
-                "commit",
-                "-q",
-                "--allow-empty",
-                "-m",
-                f"pristine torch {fork.release} sources",
-            ]
-        )
-        for patch in series:
+        _git([*git, "commit", "-q", "--allow-empty", "-m", "pristine sources"])
+        applied: set[str] = set(NEVER_EXPORTED)
+        for stack in stacks:
             result = subprocess.run(
-                [*git, "apply", "--check", str(patch)], capture_output=True, text=True
+                [*git, "am", "-q", *map(str, stack.paths)],
+                capture_output=True,
+                text=True,
             )
             if result.returncode:
                 raise fork_tool.ForkError(
-                    f"exported {patch.name} does not apply to pristine sources:\n{result.stderr}"
+                    f"`git am` of stack {stack.number:02d}-{stack.feature} failed:\n"
+                    f"{result.stdout}{result.stderr}"
                 )
-        result = subprocess.run(
-            [*git, "am", "-q", *map(str, series)], capture_output=True, text=True
-        )
-        if result.returncode:
-            raise fork_tool.ForkError(
-                f"`git am` of the exported series failed:\n{result.stdout}{result.stderr}"
-            )
-        for rel, text in contents.items():
-            if (
-                rel not in FORK_ONLY
-                and (tree / rel).read_text(encoding="utf-8") != text
-            ):
-                raise fork_tool.ForkError(
-                    f"after `git am`, {rel} differs from the overlay's patched copy"
-                )
+            applied.add(stack.feature)
+            for rel, file_layers in layered.items():
+                # The state after the last layer of an applied feature (plumbing
+                # stays out of the tree: its layers must not be counted).
+                expected = fork.read_pristine(rel)
+                for layer, after in zip(file_layers, states[rel][1:]):
+                    if layer.feature in NEVER_EXPORTED:
+                        continue
+                    if layer.feature in applied:
+                        expected = after
+                if (tree / rel).read_text(encoding="utf-8") != expected:
+                    raise fork_tool.ForkError(
+                        f"after `git am` of stack {stack.feature}, {rel} differs from "
+                        "the fork's layers"
+                    )
 
 
 def _git(cmd: list[str]) -> None:
@@ -211,17 +460,20 @@ def _git(cmd: list[str]) -> None:
 
 
 def export_command(fork: fork_tool.Fork, out: Path) -> int:
-    """``tools/fork.py export``: errors are one line and exit status 2.
-
-    The errors are caught here, not in fork.main: run as a script, fork.py is
-    ``__main__`` and its ForkError is not the class this module imports."""
+    """``tools/fork.py export``: errors are one line and exit status 2."""
     try:
-        series = export_series(fork, out)
+        stacks = export_series(fork, out)
     except fork_tool.ForkError as e:
         print(f"tools/fork.py: error: {e}", file=sys.stderr)
         return 2
+    for stack in stacks:
+        largest = max(c.changed_lines(tests=False) for c in stack.commits)
+        print(
+            f"stack {stack.number:02d}-{stack.feature}: {len(stack.commits)} commits, "
+            f"largest {largest} changed lines outside tests"
+        )
     print(
-        f"wrote {len(series)} patches to {out.resolve()}; "
-        "`git apply --check` and `git am` succeeded on a tree of the pristine sources"
+        f"wrote {len(stacks)} stacks to {out.resolve()}; each `git am` on the "
+        "pristine sources with the stacks before it succeeded"
     )
     return 0

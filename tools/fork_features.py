@@ -57,31 +57,20 @@ FEATURES: tuple[Feature, ...] = (
     ),
     Feature(
         "fusible_check",
-        "fusion_check: force one refused fusion and measure it (to leave torch/)",
+        "fusion_check: force one refused fusion and measure it (in the viewer "
+        "package, forcing through an InductorChoices subclass)",
         files=(
-            "torch/_inductor/fusion_remarks/check/*",
-            "test/inductor/test_fusion_check.py",
-            "docs/source/torch.compiler_fusion_check*.md",
+            "packages/fusion_viewer/fusion_viewer/check/*",
+            "packages/fusion_viewer/test/test_fusion_check.py",
         ),
-        markers=(r"\bheuristic_applies\b", r"\bforcing\b", r"\bfusion_check\b"),
+        markers=(),
         needs=("remarks",),
     ),
     Feature(
         "viewer",
-        "renderers, page assets, store and command line (to leave torch/)",
-        files=(
-            "torch/_inductor/fusion_remarks/render/html.py",
-            "torch/_inductor/fusion_remarks/render/graphviz.py",
-            "torch/_inductor/fusion_remarks/render/source.py",
-            "torch/_inductor/fusion_remarks/render/diff.py",
-            "torch/_inductor/fusion_remarks/render/*.html",
-            "torch/_inductor/fusion_remarks/render/*.css",
-            "torch/_inductor/fusion_remarks/render/*.js",
-            "torch/_inductor/fusion_remarks/store.py",
-            "torch/_inductor/fusion_remarks/cli.py",
-            "test/inductor/test_fusion_report_html.py",
-            "test/inductor/test_fusion_report_cli.py",
-        ),
+        "the fusion viewer: pages, pictures, diffs and the study's index from the "
+        "report's JSON, a package outside torch/",
+        files=("packages/fusion_viewer/*",),
         markers=(),
         needs=("remarks",),
     ),
@@ -105,6 +94,7 @@ FEATURES: tuple[Feature, ...] = (
             "test/inductor/test_fusion_costs.py",
             "test/inductor/test_fusion_predictions.py",
             "test/inductor/test_fusion_study.py",
+            "test/inductor/test_fusion_verdict.py",
             "test/inductor/test_fusion_benchmark_tools.py",
             "docs/source/torch.compiler_fusion_remarks.md",
             "docs/source/torch.compiler_fusion_reason_tests.md",
@@ -132,7 +122,6 @@ FEATURES: tuple[Feature, ...] = (
         ),
         markers=(
             r"\bfusion_ablation\b",
-            r"\bfusion_switches\b",
             r"\bno_fusion\b",
             r"\bfusion_only\b",
         ),
@@ -167,19 +156,14 @@ FEATURES: tuple[Feature, ...] = (
     ),
     Feature(
         "fx_fusion",
-        "the FX fusion arm (to become a package of its own)",
-        files=(
-            "torch/_inductor/fx_fusion/*",
-            "torch/_dynamo/backends/fx_fusion.py",
-            "test/inductor/test_fx_fusion*.py",
-            "docs/source/torch.compiler_fx_fusion.md",
-        ),
+        "the FX fusion arm, a Dynamo backend package of its own (packages/fx_fusion)",
+        files=("packages/fx_fusion/*",),
         markers=(r"\bfx_fusion\b",),
         needs=("remarks",),
     ),
 )
 
-NEW_FILE_ROOTS = ("torch", "test/inductor")
+NEW_FILE_ROOTS = ("torch", "test/inductor", "packages")
 _IGNORED = ("__pycache__",)
 
 
@@ -194,7 +178,9 @@ def new_files(repo: Path = REPO) -> list[str]:
     out = []
     for root in NEW_FILE_ROOTS:
         for path in sorted((repo / root).rglob("*")):
-            if path.is_file() and not any(part in _IGNORED for part in path.parts):
+            if path.is_file() and not any(
+                part in _IGNORED or part.endswith(".egg-info") for part in path.parts
+            ):
                 out.append(path.relative_to(repo).as_posix())
     return out
 
@@ -204,14 +190,17 @@ class PatchHunk:
     upstream: str  # the upstream file the patch changes
     header: str
     changed: list[str]  # the added and removed lines, with their sign
+    layer: str = ""  # the feature whose patch holds the hunk
 
     @property
     def size(self) -> int:
         return len(self.changed)
 
     def owners(self) -> list[str]:
-        """Every feature one of whose markers an added or removed line uses;
-        the version patch is plumbing."""
+        """The feature whose layer holds the hunk; for a hunk outside any
+        layer, every feature one of whose markers a changed line uses."""
+        if self.layer:
+            return [self.layer]
         if self.upstream == "torch/version.py":
             return ["plumbing"]
         text = "\n".join(line[1:] for line in self.changed)
@@ -223,14 +212,17 @@ class PatchHunk:
 
 
 def patch_hunks(release: str, repo: Path = REPO) -> list[PatchHunk]:
+    """Every hunk of the release's patches (``patches/<release>/<feature>/``);
+    the directory a hunk's patch lies in is its feature (``layer``)."""
     base = repo / "patches" / release
     hunks: list[PatchHunk] = []
     for path in sorted(base.rglob("*.patch")):
-        upstream = path.relative_to(base).as_posix()[: -len(".patch")]
+        layer, _, upstream = path.relative_to(base).as_posix().partition("/")
+        upstream = upstream[: -len(".patch")]
         current: PatchHunk | None = None
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.startswith("@@"):
-                current = PatchHunk(upstream, line, [])
+                current = PatchHunk(upstream, line, [], layer)
                 hunks.append(current)
             elif (
                 current is not None

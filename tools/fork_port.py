@@ -4,12 +4,14 @@ Why this exists: every torch release moves the code our hooks sit in, and the
 strict patch engine (no fuzz, on purpose) refuses any hunk whose context
 changed.  Rebasing each patch by hand loses the information a merge has: the
 old pristine file is the common ancestor of the fork's file and the new
-upstream file.  ``port NEW`` therefore does, for each ``patches/OLD/*.patch``,
-a three-way merge (``git merge-file``) of the fork's file (ours) and NEW's
-file (theirs) over OLD's file (base), writes a new patch for each clean merge,
-leaves the merged text with conflict markers for the rest, and says how many
-hunks would have applied without the merge.  ``port NEW --resolved`` turns the
-hand-resolved files into patches.  The names report lists upstream names our
+upstream file.  ``port NEW`` therefore does, for each upstream file of
+``patches/OLD/<feature>/``, a three-way merge (``git merge-file``) of each
+feature's state of the file (ours: that feature's layer and the earlier ones
+applied) and NEW's file (theirs) over OLD's file (base), writes each feature's
+new layer (the difference between consecutive merged states) when every merge
+is clean, leaves every state under ``work/<feature>/<path>`` otherwise, and
+says how many hunks would have applied without the merge.  ``port NEW
+--resolved`` turns the hand-resolved states into layers.  The names report lists upstream names our
 new modules use that NEW no longer defines (a static, approximate check: it
 finds renames early, it proves nothing).
 """
@@ -28,7 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import fork
+import fork_overlay
+import patch_stack
 import patchset
 
 
@@ -112,12 +115,14 @@ def torch_release(torch_dir: Path) -> str:
     """The full version (``2.15.0+cpu``) of the torch package at ``torch_dir``."""
     version_file = torch_dir / "version.py"
     if not version_file.is_file():
-        raise fork.ForkError(f"{torch_dir} is not a torch package (no version.py)")
+        raise fork_overlay.ForkError(
+            f"{torch_dir} is not a torch package (no version.py)"
+        )
     match = re.search(
         r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", version_file.read_text(), re.M
     )
     if match is None:
-        raise fork.ForkError(f"{version_file} has no __version__")
+        raise fork_overlay.ForkError(f"{version_file} has no __version__")
     return match.group(1)
 
 
@@ -129,14 +134,14 @@ def locate_new(new: str, explicit: str | None) -> Path:
         try:
             dist = importlib.metadata.distribution("torch")
         except importlib.metadata.PackageNotFoundError:
-            raise fork.ForkError(
+            raise fork_overlay.ForkError(
                 f"torch is not installed for {sys.executable}: pass --new-torch "
                 f"with the torch {new} package directory"
             ) from None
         torch_dir = Path(str(dist.locate_file("torch"))).resolve()
     found = torch_release(torch_dir)
     if found.split("+")[0] != new:
-        raise fork.ForkError(
+        raise fork_overlay.ForkError(
             f"{torch_dir} is torch {found}, not {new}: pass --new-torch with "
             f"a torch {new} package (e.g. .venv-{new}/lib/python3.*/site-packages/torch)"
         )
@@ -144,10 +149,10 @@ def locate_new(new: str, explicit: str | None) -> Path:
 
 
 def default_old(new: str) -> str:
-    older = [r for r in fork.SUPPORTED_RELEASES if _key(r) < _key(new)]
+    older = [r for r in fork_overlay.SUPPORTED_RELEASES if _key(r) < _key(new)]
     if not older:
-        raise fork.ForkError(
-            f"no supported release ({', '.join(fork.SUPPORTED_RELEASES)}) is older "
+        raise fork_overlay.ForkError(
+            f"no supported release ({', '.join(fork_overlay.SUPPORTED_RELEASES)}) is older "
             f"than {new}; name the series to port with --from"
         )
     return max(older, key=_key)
@@ -158,10 +163,12 @@ def locate_old(repo: Path, old: str, explicit: str | None) -> Path:
     if explicit:
         torch_dir = _torch_dir(explicit)
     else:
-        venv = repo / (".venv" if old == fork.DEFAULT_RELEASE else f".venv-{old}")
+        venv = repo / (
+            ".venv" if old == fork_overlay.DEFAULT_RELEASE else f".venv-{old}"
+        )
         found = sorted(venv.glob("lib/python*/site-packages/torch"))
         if not found:
-            raise fork.ForkError(
+            raise fork_overlay.ForkError(
                 f"no torch {old} to port from: {venv} has no "
                 f"lib/python*/site-packages/torch; set it up with "
                 f"`TORCH={old} make develop` or pass --old-torch"
@@ -169,7 +176,7 @@ def locate_old(repo: Path, old: str, explicit: str | None) -> Path:
         torch_dir = found[-1].resolve()
     version = torch_release(torch_dir)
     if version.split("+")[0] != old:
-        raise fork.ForkError(f"{torch_dir} is torch {version}, not {old}")
+        raise fork_overlay.ForkError(f"{torch_dir} is torch {version}, not {old}")
     return torch_dir
 
 
@@ -232,10 +239,12 @@ def merge_file(
                 capture_output=True,
             )
         except OSError as e:
-            raise fork.ForkError(f"cannot run git merge-file: {e}") from None
+            raise fork_overlay.ForkError(f"cannot run git merge-file: {e}") from None
     if result.returncode < 0 or result.returncode > 127:
         err = result.stderr.decode(errors="replace").strip().replace("\n", "; ")
-        raise fork.ForkError(f"git merge-file failed ({result.returncode}): {err}")
+        raise fork_overlay.ForkError(
+            f"git merge-file failed ({result.returncode}): {err}"
+        )
     return result.stdout.decode("utf-8"), result.returncode
 
 
@@ -263,48 +272,87 @@ def parse_conflicts(merged: str, old: str, new: str) -> list[Conflict]:
     return conflicts
 
 
-def port_file(
-    rel: str, patch_text: str, old_dir: Path, new_dir: Path, ctx: PortContext
-) -> FileResult:
+def port_layers(
+    rel: str,
+    file_layers: list[patch_stack.Layer],
+    old_dir: Path,
+    new_dir: Path,
+    ctx: PortContext,
+) -> list[FileResult]:
+    """Port one upstream file's feature layers.  Each feature's state of the
+    file (its layer and the earlier ones applied) is merged with NEW on its
+    own, so that the layers of NEW are the differences between consecutive
+    merged states: the stacks keep their shape.  When any state conflicts,
+    every state goes under ``work/<feature>/<rel>`` for ``--resolved``."""
     base_path, new_path = old_dir.parent / rel, new_dir.parent / rel
     if not base_path.is_file():
-        raise fork.ForkError(f"{rel}: torch {ctx.old} at {old_dir} has no such file")
+        raise fork_overlay.ForkError(
+            f"{rel}: torch {ctx.old} at {old_dir} has no such file"
+        )
     base = base_path.read_text(encoding="utf-8")
-    name = f"patches/{ctx.old}/{rel}.patch"
-    try:
-        ours = patchset.apply_patch(base, patch_text, name, str(base_path)).text
-    except patchset.PatchError as e:
-        raise fork.ForkError(str(e).splitlines()[0]) from None
+    texts = [layer.path.read_text(encoding="utf-8") for layer in file_layers]
+    names = [f"patches/{ctx.old}/{layer.feature}/{rel}.patch" for layer in file_layers]
     if not new_path.is_file():
-        hunks = ["fail"] * len(patchset.parse_patch(patch_text, name))
-        return FileResult(rel, "removed", hunks)
+        return [
+            FileResult(
+                f"{layer.feature}/{rel}",
+                "removed",
+                ["fail"] * len(patchset.parse_patch(text, name)),
+            )
+            for layer, text, name in zip(file_layers, texts, names)
+        ]
+    try:
+        states, _ = patch_stack.apply_layers(
+            base, file_layers, str(base_path), ctx.repo
+        )
+    except patchset.PatchError as e:
+        raise fork_overlay.ForkError(str(e).splitlines()[0]) from None
     theirs = new_path.read_text(encoding="utf-8")
-    hunks = measure_hunks(theirs, patch_text, name)
-    merged, _ = merge_file(ours, base, theirs, ctx.old, ctx.new)
-    conflicts = parse_conflicts(merged, ctx.old, ctx.new)
-    if conflicts:
-        stale = ctx.out / f"{rel}.patch"
-        if stale.is_file():  # an earlier port's patch for this file is wrong now
+    merged_states, results = [theirs], []
+    for layer, text, name, ours in zip(file_layers, texts, names, states[1:]):
+        hunks = measure_hunks(merged_states[-1], text, name)
+        merged, _ = merge_file(ours, base, theirs, ctx.old, ctx.new)
+        conflicts = parse_conflicts(merged, ctx.old, ctx.new)
+        merged_states.append(merged)
+        results.append(
+            FileResult(
+                f"{layer.feature}/{rel}",
+                "conflict" if conflicts else "clean",
+                hunks,
+                conflicts=conflicts,
+            )
+        )
+    for layer in file_layers:  # an earlier port's patches for this file
+        stale = ctx.out / layer.feature / f"{rel}.patch"
+        if stale.is_file():
             stale.unlink()
-        work = ctx.work / rel
-        work.parent.mkdir(parents=True, exist_ok=True)
-        if work.is_file() and work.read_bytes() != merged.encode("utf-8"):
-            # a resolution in progress: the fresh merge goes beside it
-            work = work.with_name(work.name + ".merged")
-        work.write_bytes(merged.encode("utf-8"))
-        return FileResult(rel, "conflict", hunks, work=str(work), conflicts=conflicts)
-    if merged == theirs:
-        return FileResult(rel, "upstream", hunks)
-    return FileResult(
-        rel, "clean", hunks, patch=str(write_patch(rel, theirs, merged, ctx.out))
-    )
+    if any(r.status == "conflict" for r in results):
+        for layer, merged, result in zip(file_layers, merged_states[1:], results):
+            work = ctx.work / layer.feature / rel
+            work.parent.mkdir(parents=True, exist_ok=True)
+            if work.is_file() and work.read_bytes() != merged.encode("utf-8"):
+                # a resolution in progress: the fresh merge goes beside it
+                work = work.with_name(work.name + ".merged")
+            work.write_bytes(merged.encode("utf-8"))
+            result.work = str(work)
+        return results
+    for layer, before, after, result in zip(
+        file_layers, merged_states, merged_states[1:], results
+    ):
+        if before == after:
+            result.status = "upstream"
+        else:
+            result.patch = str(write_patch(rel, before, after, ctx.out / layer.feature))
+    return results
 
 
 def write_patch(rel: str, theirs: str, text: str, out: Path) -> Path:
     """Write ``out/<rel>.patch`` from NEW's file to ``text``; check it applies."""
     diff = patchset.make_patch(rel, theirs, text)
     if patchset.apply_patch(theirs, diff, rel, rel).text != text:  # pragma: no cover
-        raise fork.ForkError(f"{rel}: the new patch does not reproduce the file")
+        raise fork_overlay.ForkError(
+            f"{rel}: the new patch does not reproduce the file"
+        )
     path = out / f"{rel}.patch"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(diff, encoding="utf-8")
@@ -569,15 +617,17 @@ def summary(
 def port(ctx: PortContext, old_dir: Path, new_dir: Path) -> int:
     started = time.perf_counter()
     series = ctx.repo / "patches" / ctx.old
-    patches = sorted(series.rglob("*.patch"))
-    if not patches:
-        raise fork.ForkError(f"no patch series to port: {series} has no patches")
-    results = []
-    for patch in patches:
-        rel = patch.relative_to(series).as_posix()[: -len(".patch")]
-        results.append(
-            port_file(rel, patch.read_text(encoding="utf-8"), old_dir, new_dir, ctx)
+    try:
+        layered = patch_stack.layers(series)
+    except patchset.PatchError as e:
+        raise fork_overlay.ForkError(str(e)) from None
+    if not layered:
+        raise fork_overlay.ForkError(
+            f"no patch series to port: {series} has no patches"
         )
+    results = []
+    for rel, file_layers in layered.items():
+        results.extend(port_layers(rel, file_layers, old_dir, new_dir, ctx))
     names = names_report(ctx.repo, old_dir, new_dir)
     tags = release_tag_report(ctx.repo, ctx.old, ctx.new)
     seconds = time.perf_counter() - started
@@ -617,32 +667,52 @@ def has_markers(text: str, pristine: str) -> bool:
 
 
 def resolved(ctx: PortContext, new_dir: Path) -> int:
-    """Write a patch for every hand-resolved file under ``ctx.work``."""
+    """Write the layers of every file whose states were resolved by hand under
+    ``ctx.work/<feature>/<rel>`` (each state: that feature and the earlier
+    ones applied to NEW)."""
     files = [p for p in sorted(ctx.work.rglob("*")) if p.is_file()]
     files = [
         p for p in files if p != ctx.work / "report.json" and p.suffix != ".merged"
     ]
     if not files:
-        raise fork.ForkError(
+        raise fork_overlay.ForkError(
             f"no merged files under {ctx.work}; run `tools/fork.py port {ctx.new}` first"
         )
-    status = 0
+    states: dict[str, dict[str, Path]] = {}
     for path in files:
-        rel = path.relative_to(ctx.work).as_posix()
-        text = path.read_text(encoding="utf-8")
+        feature, _, rel = path.relative_to(ctx.work).as_posix().partition("/")
+        if feature not in patch_stack.STACK_ORDER or not rel:
+            print(f"refused {path}: expected {ctx.work}/<feature>/<upstream path>")
+            return 1
+        states.setdefault(rel, {})[feature] = path
+    status = 0
+    for rel, by_feature in sorted(states.items()):
         pristine_path = new_dir.parent / rel
         if not pristine_path.is_file():
-            print(f"refused {path}: torch {ctx.new} has no {rel}")
+            print(f"refused {rel}: torch {ctx.new} has no {rel}")
             status = 1
             continue
-        theirs = pristine_path.read_text(encoding="utf-8")
-        if has_markers(text, theirs):
-            print(f"refused {path}: it still has conflict markers; resolve them first")
+        before = pristine_path.read_text(encoding="utf-8")
+        texts = {f: p.read_text(encoding="utf-8") for f, p in by_feature.items()}
+        unresolved = [p for f, p in by_feature.items() if has_markers(texts[f], before)]
+        if unresolved:
+            for path in unresolved:
+                print(
+                    f"refused {path}: it still has conflict markers; resolve them first"
+                )
             status = 1
-        elif text == theirs:
-            print(f"{rel} equals upstream {ctx.new}: no patch needed")
-        else:
-            print(f"wrote {write_patch(rel, theirs, text, ctx.out)}")
+            continue
+        for feature in patch_stack.STACK_ORDER:
+            if feature not in texts:
+                continue
+            if texts[feature] == before:
+                print(
+                    f"{feature}/{rel} changes nothing on upstream {ctx.new}: no patch needed"
+                )
+            else:
+                path = write_patch(rel, before, texts[feature], ctx.out / feature)
+                print(f"wrote {path}")
+            before = texts[feature]
     return status
 
 
@@ -654,11 +724,11 @@ def port_command(args: argparse.Namespace, repo: Path) -> int:
     try:
         new = args.new
         if not re.fullmatch(r"\d+\.\d+\.\d+", new):
-            raise fork.ForkError(f"{new!r} is not a torch release like 2.15.0")
+            raise fork_overlay.ForkError(f"{new!r} is not a torch release like 2.15.0")
         new_dir = locate_new(new, args.new_torch or args.pristine)
         old = args.old or default_old(new)
         if _key(old) >= _key(new):
-            raise fork.ForkError(f"--from {old} is not older than {new}")
+            raise fork_overlay.ForkError(f"--from {old} is not older than {new}")
         out = Path(args.out).resolve() if args.out else repo / "patches" / new
         work = (
             Path(args.work).resolve() if args.work else repo / "build" / f"port-{new}"
@@ -667,6 +737,6 @@ def port_command(args: argparse.Namespace, repo: Path) -> int:
         if args.resolved:
             return resolved(ctx, new_dir)
         return port(ctx, locate_old(repo, old, args.old_torch), new_dir)
-    except fork.ForkError as e:
+    except fork_overlay.ForkError as e:
         print(f"tools/fork.py: error: {e}", file=sys.stderr)
         return 2

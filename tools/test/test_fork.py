@@ -69,7 +69,7 @@ class FakeForkTestCase(unittest.TestCase):
             patched,
         )
         write(
-            self.repo / "patches/2.14.1/torch/_inductor/scheduler.py.patch",
+            self.repo / "patches/2.14.1/remarks/torch/_inductor/scheduler.py.patch",
             self.patch_text,
         )
         write(self.repo / "torch/_inductor/fusion_remarks.py", "REMARKS = 1\n")
@@ -285,7 +285,9 @@ class TestBuild(FakeForkTestCase):
             os.path.lexists(self.overlay / "torch/_inductor/fusion_remarks.py")
         )
         # Removing the last patch of _inductor/ links the directory whole again.
-        (self.repo / "patches/2.14.1/torch/_inductor/scheduler.py.patch").unlink()
+        (
+            self.repo / "patches/2.14.1/remarks/torch/_inductor/scheduler.py.patch"
+        ).unlink()
         self.assertEqual(self.cli("build")[0], 0)
         self.assertTrue((self.overlay / "torch/_inductor").is_symlink())
         self.assertNotIn(
@@ -306,7 +308,7 @@ class TestPatches(FakeForkTestCase):
         pristine.write_text(pristine.read_text().replace("# line 19\n", "# LINE 19\n"))
         code, out = self.cli("build")
         self.assertEqual(code, 2)
-        self.assertIn("patches/2.14.1/torch/_inductor/scheduler.py.patch", out)
+        self.assertIn("patches/2.14.1/remarks/torch/_inductor/scheduler.py.patch", out)
         self.assertIn("hunk #1", out)
         self.assertIn("'# line 19'", out)
         self.assertIn("No fuzz", out)
@@ -348,14 +350,17 @@ class TestPatches(FakeForkTestCase):
 
     def test_corrupt_patch_is_reported(self) -> None:
         broken = self.patch_text.replace("+hooked = True\n", "")
-        write(self.repo / "patches/2.14.1/torch/_inductor/scheduler.py.patch", broken)
+        write(
+            self.repo / "patches/2.14.1/remarks/torch/_inductor/scheduler.py.patch",
+            broken,
+        )
         code, out = self.cli("build")
         self.assertEqual(code, 2)
         self.assertIn("corrupt", out)
 
     def test_patch_for_a_missing_upstream_file(self) -> None:
         write(
-            self.repo / "patches/2.14.1/torch/_inductor/nonexistent.py.patch",
+            self.repo / "patches/2.14.1/remarks/torch/_inductor/nonexistent.py.patch",
             self.patch_text,
         )
         code, out = self.cli("build")
@@ -364,6 +369,38 @@ class TestPatches(FakeForkTestCase):
 
 
 class TestEditRefresh(FakeForkTestCase):
+    def test_feature_layers(self) -> None:
+        """A later feature's layer applies on the earlier one's file; an edit
+        goes to the feature named, the later layer re-derived on top of it;
+        an edit of the later layer's lines under the earlier feature fails."""
+        self.assertEqual(self.cli("build")[0], 0)
+        self.assertEqual(self.cli("edit", "torch/_inductor/ir.py")[0], 0)
+        ir = self.overlay_file("torch/_inductor/ir.py")
+        ir.write_text("IR = 1\nREMARKS = 1\n")
+        self.assertEqual(self.cli("refresh", "--feature", "remarks")[0], 0)
+        ir.write_text("IR = 1\nREMARKS = 1\nABLATION = 1\n")
+        self.assertEqual(self.cli("refresh", "--feature", "ablation")[0], 0)
+        base = self.repo / "patches/2.14.1"
+        ablation = base / "ablation/torch/_inductor/ir.py.patch"
+        self.assertIn("+ABLATION = 1", ablation.read_text())
+        self.assertIn(" REMARKS = 1", ablation.read_text())  # context: remarks' line
+        ir.write_text("NOTE = 0\nIR = 1\nREMARKS = 1\nABLATION = 1\n")
+        code, out = self.cli("refresh", "--feature", "remarks")
+        self.assertEqual(code, 0, out)
+        remarks = (base / "remarks/torch/_inductor/ir.py.patch").read_text()
+        self.assertIn("+NOTE = 0", remarks)
+        self.assertNotIn("ABLATION", remarks)
+        self.assertEqual(self.cli("check")[0], 0)
+        ir.write_text("NOTE = 0\nIR = 1\nREMARKS = 1\nABLATION = 2\n")
+        code, out = self.cli("refresh", "--feature", "remarks")
+        self.assertEqual(code, 2, out)
+        self.assertIn("refresh it with --feature ablation", out)
+        # A patch directory named after no feature is refused.
+        (base / "misc").mkdir()
+        code, out = self.cli("check")
+        self.assertEqual(code, 1, out)
+        self.assertIn("must be named after a feature", out)
+
     def test_edit_refresh_round_trip(self) -> None:
         self.assertEqual(self.cli("build")[0], 0)
         code, out = self.cli("edit", "torch/_inductor/ir.py")
@@ -377,10 +414,14 @@ class TestEditRefresh(FakeForkTestCase):
         self.assertIn(str(ir), out)
         self.assertIn("refresh", out)
         self.assertEqual(ir.read_text(), "IR = 1\nFUSED = True\n")
-        # Refresh writes the patch; rebuilding keeps the edit and check passes.
+        # A file with no patch yet needs the feature its edit belongs to.
         code, out = self.cli("refresh")
+        self.assertEqual(code, 2, out)
+        self.assertIn("--feature", out)
+        # Refresh writes the patch; rebuilding keeps the edit and check passes.
+        code, out = self.cli("refresh", "--feature", "remarks")
         self.assertEqual(code, 0, out)
-        patch = self.repo / "patches/2.14.1/torch/_inductor/ir.py.patch"
+        patch = self.repo / "patches/2.14.1/remarks/torch/_inductor/ir.py.patch"
         self.assertEqual(
             patch.read_text(),
             textwrap.dedent(
@@ -408,7 +449,7 @@ class TestEditRefresh(FakeForkTestCase):
         self.assertIn(
             "+    return 'fork v2'",
             (
-                self.repo / "patches/2.14.1/torch/_inductor/scheduler.py.patch"
+                self.repo / "patches/2.14.1/remarks/torch/_inductor/scheduler.py.patch"
             ).read_text(),
         )
         # Reverting an edit and refreshing removes the patch again.
@@ -459,7 +500,7 @@ class TestVersionAndInstall(FakeForkTestCase):
         scheduler = self.overlay_file("torch/_inductor/scheduler.py")
         self.assertTrue(scheduler.is_symlink())  # no 2.15.0 patch for it
         write(
-            self.repo / "patches/2.15.0/torch/_inductor/scheduler.py.patch",
+            self.repo / "patches/2.15.0/remarks/torch/_inductor/scheduler.py.patch",
             self.patch_text,
         )
         code, out = self.cli("check")
@@ -512,7 +553,7 @@ class TestCheck(FakeForkTestCase):
     def test_check_detects_non_canonical_patch(self) -> None:
         # A hand-written patch with an extra context line still applies but is
         # not what refresh would write.
-        patch = self.repo / "patches/2.14.1/torch/_inductor/scheduler.py.patch"
+        patch = self.repo / "patches/2.14.1/remarks/torch/_inductor/scheduler.py.patch"
         patch.write_text(
             patch.read_text().replace("@@ -18,6 +18,7 @@", "@@ -18,6 +18,7 @@ def f():")
         )
@@ -520,66 +561,6 @@ class TestCheck(FakeForkTestCase):
         code, out = self.cli("check")
         self.assertEqual(code, 1)
         self.assertIn("canonical", out)
-
-
-class TestExport(FakeForkTestCase):
-    def test_export_series_applies_to_pristine_sources(self) -> None:
-        self.assertEqual(self.cli("build")[0], 0)
-        out_dir = Path(self._tmp.name) / "series"
-        code, out = self.cli("export", str(out_dir))
-        self.assertEqual(code, 0, out)
-        names = sorted(p.name for p in out_dir.glob("*.patch"))
-        self.assertEqual(len(names), 3, names)
-        series = [out_dir / n for n in names]
-        texts = [p.read_text() for p in series]
-        self.assertIn(
-            "Subject: [PATCH 1/3] [inductor] Add torch/_inductor/fusion_remarks.py",
-            texts[0],
-        )
-        self.assertIn("new file mode 100644", texts[0])
-        self.assertIn("+hooked = True", texts[1])
-        self.assertIn("test/inductor/test_new.py", texts[2])
-        # Independently of the tool's own verification: git am on a fresh tree.
-        tree = Path(self._tmp.name) / "upstream"
-        write(
-            tree / "torch/_inductor/scheduler.py",
-            (self.site / "torch/_inductor/scheduler.py").read_text(),
-        )
-        git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
-        for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
-            subprocess.run(git + cmd, check=True)
-        subprocess.run([*git, "am", "-q", *map(str, series)], check=True)
-        self.assertEqual(
-            (tree / "torch/_inductor/scheduler.py").read_text(),
-            self.overlay_file("torch/_inductor/scheduler.py").read_text(),
-        )
-        self.assertEqual(
-            (tree / "torch/_inductor/fusion_remarks.py").read_text(), "REMARKS = 1\n"
-        )
-        log = subprocess.run(
-            [*git, "log", "--format=%s"], capture_output=True, text=True, check=True
-        )
-        self.assertEqual(len(log.stdout.splitlines()), 4)
-
-    def test_fork_only_files_are_not_exported(self) -> None:
-        write(self.repo / "torch/_fork.py", "FORK_INFO = None\n")
-        version_patch = patchset.make_patch(
-            "torch/version.py",
-            "__version__ = '2.14.1+cpu'\n",
-            "__version__ = '2.14.1+cpu'\nfork = 1\n",
-        )
-        write(self.repo / "patches/2.14.1/torch/version.py.patch", version_patch)
-        self.assertEqual(self.cli("build")[0], 0)
-        out_dir = Path(self._tmp.name) / "series"
-        self.assertEqual(self.cli("export", str(out_dir))[0], 0)
-        joined = "".join(p.read_text() for p in out_dir.glob("*.patch"))
-        self.assertNotIn("torch/_fork.py", joined)
-        self.assertNotIn("torch/version.py", joined)
-
-    def test_export_refuses_a_tracked_location(self) -> None:
-        code, out = self.cli("export", str(self.repo / "patches-out"))
-        self.assertEqual(code, 2)
-        self.assertIn("committed nowhere", out)
 
 
 class TestReleaseLists(unittest.TestCase):
@@ -610,7 +591,7 @@ class TestReleaseLists(unittest.TestCase):
         for release in expected:
             pins = (repo / f"requirements/torch-{release}.txt").read_text()
             self.assertIn(f"torch=={release}\n", pins)
-            self.assertTrue((repo / "patches" / release / "torch").is_dir())
+            self.assertTrue((repo / "patches" / release / "remarks" / "torch").is_dir())
 
 
 def activated_overlay() -> str | None:
@@ -729,19 +710,23 @@ class TestRealTorch(unittest.TestCase):
         out_dir = Path(self._tmp.name) / "series"
         result = self.run_tool("export", str(out_dir))
         self.assertEqual(result.returncode, 0, result.stderr)
-        series = sorted(out_dir.glob("*.patch"))
-        self.assertGreaterEqual(len(series), 2)
+        stacks = sorted(p for p in out_dir.iterdir() if p.is_dir())
+        self.assertEqual(stacks[0].name, "01-remarks")
+        series = sorted(out_dir.glob("*/*.patch"))
         text = "".join(p.read_text() for p in series)
         self.assertIn("diff --git a/torch/_inductor/scheduler.py", text)
-        self.assertNotIn("torch/version.py", text)
-        # The pull request's text names the release and counts this series.
+        self.assertNotIn("diff --git a/torch/version.py", text)
+        self.assertNotIn("diff --git a/torch/_fork.py", text)
+        # Each stack's pull request names the release and counts its commits.
         manifest = json.loads((self.overlay / ".fork/manifest.json").read_text())
         release = manifest["torch_version"]
-        pr = (out_dir / "PULL_REQUEST.md").read_text()
-        self.assertIn(f"Against `v{release}`", pr)
-        hooked = [p for p in series if "Hook-fusion-instrumentation" in p.name]
-        self.assertIn(f"hooks in {len(hooked)} upstream files", pr)
-        self.assertIn(f"{len(series)} commits", pr)
+        for stack in stacks:
+            pr = (stack / "PULL_REQUEST.md").read_text()
+            self.assertIn(f"Against `v{release}`", pr)
+            self.assertIn(f"{len(list(stack.glob('*.patch')))} commits", pr)
+            self.assertIn("When it is off:", pr)
+            for patch in stack.glob("*.patch"):
+                self.assertIn("] [inductor] ", patch.read_text().split("\n", 4)[3])
 
 
 if __name__ == "__main__":

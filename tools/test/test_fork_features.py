@@ -17,6 +17,20 @@ import fork  # noqa: E402
 import fork_features  # noqa: E402
 
 
+def _pristine(release: str, rel: str) -> str | None:
+    """``rel`` of the installed torch ``release`` (this virtualenv's, or the
+    other release's virtualenv beside it), None where it is not installed."""
+    for venv in (".venv", f".venv-{release}"):
+        for site in sorted(
+            (fork_features.REPO / venv).glob("lib/python3*/site-packages")
+        ):
+            version = site / "torch" / "version.py"
+            if version.is_file() and f"'{release}" in version.read_text():
+                path = site / rel
+                return path.read_text(encoding="utf-8") if path.is_file() else None
+    return None
+
+
 class TestOwners(unittest.TestCase):
     def test_every_new_file_has_an_owner(self) -> None:
         files = fork_features.new_files()
@@ -25,11 +39,13 @@ class TestOwners(unittest.TestCase):
 
     def test_more_specific_patterns_come_first(self) -> None:
         self.assertEqual(
-            fork_features.owner_of("torch/_inductor/fusion_remarks/check/policy.py"),
+            fork_features.owner_of(
+                "packages/fusion_viewer/fusion_viewer/check/policy.py"
+            ),
             "fusible_check",
         )
         self.assertEqual(
-            fork_features.owner_of("torch/_inductor/fusion_remarks/render/html.py"),
+            fork_features.owner_of("packages/fusion_viewer/fusion_viewer/html.py"),
             "viewer",
         )
         self.assertEqual(
@@ -43,6 +59,34 @@ class TestOwners(unittest.TestCase):
                 data = fork_features.report(release)
                 self.assertEqual(data["unowned_hunks"], [])
                 self.assertTrue(data["features"]["remarks"]["hunks"])
+
+    def test_no_layer_uses_a_later_feature(self) -> None:
+        """The file a feature's layer leaves (its layer and the earlier ones
+        applied) compiles and names nothing of a feature later in the stack:
+        each stack stands on the ones before it."""
+        import re
+
+        from patch_stack import apply_layers, layers, STACK_ORDER
+
+        markers = {f.name: f.markers for f in fork_features.FEATURES}
+        for release in fork.SUPPORTED_RELEASES:
+            base = fork_features.REPO / "patches" / release
+            for rel, file_layers in layers(base).items():
+                pristine = _pristine(release, rel)
+                if pristine is None:
+                    continue  # that release's torch is not installed here
+                states, _ = apply_layers(pristine, file_layers, rel, fork_features.REPO)
+                for layer, text in zip(file_layers, states[1:]):
+                    with self.subTest(release=release, file=rel, layer=layer.feature):
+                        compile(text, rel, "exec")
+                        later = STACK_ORDER[STACK_ORDER.index(layer.feature) + 1 :]
+                        used = [
+                            name
+                            for name in later
+                            for marker in markers[name]
+                            if re.search(marker, text)
+                        ]
+                        self.assertEqual(used, [])
 
     def test_a_hunk_using_two_features_is_mixed(self) -> None:
         hunk = fork_features.PatchHunk(

@@ -111,7 +111,7 @@ class PortTestCase(unittest.TestCase):
         for name, text in self.fork_texts.items():
             rel = f"torch/{ind}/{name}"
             diff = patchset.make_patch(rel, (self.old / ind / name).read_text(), text)
-            write(self.repo / "patches" / OLD / f"{rel}.patch", diff)
+            write(self.repo / "patches" / OLD / "remarks" / f"{rel}.patch", diff)
         write(self.repo / "torch" / ind / "fork_mod.py", FORK_MODULE)
         write(self.repo / "torch" / ind / "fork_helpers.py", "X = 1\nshadowed = 2\n")
 
@@ -134,7 +134,9 @@ class PortTestCase(unittest.TestCase):
 
     def file_report(self, name: str) -> dict:
         (entry,) = [
-            f for f in self.report()["files"] if f["file"] == f"torch/_inductor/{name}"
+            f
+            for f in self.report()["files"]
+            if f["file"] == f"remarks/torch/_inductor/{name}"
         ]
         return entry
 
@@ -144,7 +146,7 @@ class TestMerge(PortTestCase):
         code, out = self.cli()
         self.assertEqual(code, 1, out)  # ir.py conflicts, gone.py was removed
         rel = "torch/_inductor/scheduler.py"
-        patch = (self.out / f"{rel}.patch").read_text()
+        patch = (self.out / "remarks" / f"{rel}.patch").read_text()
         new_text = (self.new / "_inductor/scheduler.py").read_text()
         applied = patchset.apply_patch(new_text, patch, "scheduler.patch", rel)
         self.assertEqual(applied.offsets, {})
@@ -152,14 +154,14 @@ class TestMerge(PortTestCase):
         self.assertIn("# line 20\nhooked = 1\n", applied.text)  # the fork's
         self.assertIn("return 'fork'", applied.text)
         self.assertEqual(self.file_report("scheduler.py")["status"], "clean")
-        self.assertFalse((self.work / rel).exists())
+        self.assertFalse((self.work / "remarks" / rel).exists())
 
     def test_conflict_leaves_markers_and_reports_both_sides(self) -> None:
         code, out = self.cli()
         self.assertEqual(code, 1, out)
         rel = "torch/_inductor/ir.py"
-        self.assertFalse((self.out / f"{rel}.patch").exists())
-        merged = (self.work / rel).read_text()
+        self.assertFalse((self.out / "remarks" / f"{rel}.patch").exists())
+        merged = (self.work / "remarks" / rel).read_text()
         lines = merged.splitlines()
         self.assertIn(f"<<<<<<< fork-{OLD}", lines)
         self.assertIn(f"||||||| {OLD}", lines)
@@ -171,7 +173,7 @@ class TestMerge(PortTestCase):
         self.assertEqual(conflict["base"], ["x = 1"])
         self.assertEqual(conflict["new"], ["x = 2"])
         self.assertEqual(lines[conflict["line"] - 1], f"<<<<<<< fork-{OLD}")
-        self.assertIn(f"CONFLICT {self.work / rel}:{conflict['line']}", out)
+        self.assertIn(f"CONFLICT {self.work / 'remarks' / rel}:{conflict['line']}", out)
         self.assertIn("| x = fork(1)", out)
         self.assertIn("| x = 2", out)
 
@@ -179,13 +181,13 @@ class TestMerge(PortTestCase):
         code, out = self.cli()
         self.assertEqual(code, 1, out)
         self.assertEqual(self.file_report("same.py")["status"], "upstream")
-        self.assertFalse((self.out / "torch/_inductor/same.py.patch").exists())
+        self.assertFalse((self.out / "remarks/torch/_inductor/same.py.patch").exists())
         self.assertIn(
-            "already upstream (no patch written): torch/_inductor/same.py", out
+            "already upstream (no patch written): remarks/torch/_inductor/same.py", out
         )
         self.assertEqual(self.file_report("gone.py")["status"], "removed")
-        self.assertFalse((self.out / "torch/_inductor/gone.py.patch").exists())
-        self.assertIn("REMOVED UPSTREAM torch/_inductor/gone.py", out)
+        self.assertFalse((self.out / "remarks/torch/_inductor/gone.py.patch").exists())
+        self.assertIn("REMOVED UPSTREAM remarks/torch/_inductor/gone.py", out)
         self.assertIn(
             "1 files clean (patches in", out
         )  # scheduler.py only; the rest are not
@@ -193,7 +195,7 @@ class TestMerge(PortTestCase):
 
     def test_all_clean_exits_zero(self) -> None:
         for name in ("ir.py", "gone.py"):
-            (self.repo / f"patches/{OLD}/torch/_inductor/{name}.patch").unlink()
+            (self.repo / f"patches/{OLD}/remarks/torch/_inductor/{name}.patch").unlink()
         code, out = self.cli()
         self.assertEqual(code, 0, out)
         self.assertEqual(
@@ -229,20 +231,20 @@ class TestResolved(PortTestCase):
     def test_resolved_writes_the_patch(self) -> None:
         self.cli()
         rel = "torch/_inductor/ir.py"
-        work = self.work / rel
+        work = self.work / "remarks" / rel
         resolved = IR.replace("x = 1\n", "x = fork(2)\n")
         work.write_text(resolved)
         code, out = self.cli("--resolved")
         self.assertEqual(code, 0, out)
-        patch = (self.out / f"{rel}.patch").read_text()
+        patch = (self.out / "remarks" / f"{rel}.patch").read_text()
         new_text = (self.new / "_inductor/ir.py").read_text()
         self.assertEqual(patchset.apply_patch(new_text, patch, "p", rel).text, resolved)
 
     def test_resolved_refuses_files_with_markers(self) -> None:
         self.cli()
-        marked = self.work / "torch/_inductor/ir.py"
+        marked = self.work / "remarks/torch/_inductor/ir.py"
         fixed = write(
-            self.work / "torch/_inductor/scheduler.py",
+            self.work / "remarks/torch/_inductor/scheduler.py",
             (self.new / "_inductor/scheduler.py").read_text() + "tail = 1\n",
         )
         code, out = self.cli("--resolved")
@@ -252,8 +254,8 @@ class TestResolved(PortTestCase):
             refused,
             [f"refused {marked}: it still has conflict markers; resolve them first"],
         )
-        self.assertFalse((self.out / "torch/_inductor/ir.py.patch").exists())
-        patch = (self.out / "torch/_inductor/scheduler.py.patch").read_text()
+        self.assertFalse((self.out / "remarks/torch/_inductor/ir.py.patch").exists())
+        patch = (self.out / "remarks/torch/_inductor/scheduler.py.patch").read_text()
         self.assertIn("+tail = 1", patch)
         self.assertTrue(fixed.exists())
 
@@ -322,10 +324,12 @@ class TestNames(PortTestCase):
 
     def test_a_rerun_keeps_a_resolution_in_progress(self) -> None:
         rel = "torch/_inductor/ir.py"
-        write(self.out / f"{rel}.patch", "stale\n")  # an earlier port's patch
+        write(
+            self.out / "remarks" / f"{rel}.patch", "stale\n"
+        )  # an earlier port's patch
         self.cli()
-        self.assertFalse((self.out / f"{rel}.patch").exists())
-        work = self.work / rel
+        self.assertFalse((self.out / "remarks" / f"{rel}.patch").exists())
+        work = self.work / "remarks" / rel
         work.write_text("half resolved\n")
         code, _ = self.cli()
         self.assertEqual(code, 1)
