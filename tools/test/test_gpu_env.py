@@ -1,4 +1,5 @@
-"""Tests of tools/gpu_env.py: resolve, pack, receive and unpack a fake release.
+"""Tests of tools/gpu_env.py (and its gpu_env_* modules): resolve, pack, receive
+and unpack a fake release.
 
 Everything runs on small wheels made here with zipfile (``--wheel-dir``), a fake
 inventory of the GPU machine and fake requirement files: no network, no pip.
@@ -6,6 +7,7 @@ inventory of the GPU machine and fake requirement files: no network, no pip.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -22,6 +24,9 @@ TOOLS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TOOLS))
 
 import gpu_env  # noqa: E402
+import gpu_env_common  # noqa: E402
+import gpu_env_pack  # noqa: E402
+import gpu_env_resolve  # noqa: E402
 
 
 INVENTORY = """\
@@ -203,10 +208,10 @@ def test_pack_splits_into_parts_and_is_up_to_date_twice(env, capsys):
     assert all(p.stat().st_size <= 7000 for p in parts)
     for part, entry in zip(parts, manifest["parts"]):
         assert entry["name"] == part.name
-        assert entry["sha256"] == gpu_env.sha256_file(part)
+        assert entry["sha256"] == gpu_env_common.sha256_file(part)
     stream = b"".join(p.read_bytes() for p in parts)
     assert len(stream) == manifest["stream_bytes"]
-    assert gpu_env.hashlib.sha256(stream).hexdigest() == manifest["stream_sha256"]
+    assert hashlib.sha256(stream).hexdigest() == manifest["stream_sha256"]
     assert {w["filename"] for w in manifest["wheels"]} >= {
         "torch-9.1.0-cp312-cp312-manylinux_2_28_x86_64.whl",
         "fakeblas-1.0-py3-none-manylinux_2_17_x86_64.whl",
@@ -229,7 +234,7 @@ def test_pack_splits_into_parts_and_is_up_to_date_twice(env, capsys):
 def test_shrink_drops_tools_and_static_libraries(env, capsys):
     code, _, err = pack(env, capsys, "--shrink")
     assert code == 0, err
-    shrunk = env["tmp"] / "cache" / gpu_env.SHRINK_CACHE
+    shrunk = env["tmp"] / "cache" / gpu_env_pack.SHRINK_CACHE
     with zipfile.ZipFile(next(shrunk.glob("torch-*.whl"))) as zf:
         names = set(zf.namelist())
         record = zf.read("torch-9.1.0.dist-info/RECORD").decode()
@@ -361,14 +366,33 @@ def test_unknown_release_from_the_command_line(env):
     assert "9.1.0" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_the_gpu_machines_side_needs_the_standard_library_only(tmp_path):
+    """The GPU machine has no ``packaging``: the command line must start and
+    receive there without it (``pack`` imports it only when it runs)."""
+    probe = (
+        "import sys\n"
+        "sys.modules['packaging'] = None  # importing it now fails\n"
+        f"sys.path.insert(0, {str(TOOLS)!r})\n"
+        "import gpu_env\n"
+        f"sys.exit(gpu_env.main(['receive', '--from', {str(tmp_path)!r}]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error: no part-* or manifest.json under")
+
+
 def test_marker_evaluation_is_the_gpu_machines():
     from packaging.requirements import Requirement
 
-    assert gpu_env.marker_holds(Requirement('a; python_version < "3.13"'), set())
-    assert not gpu_env.marker_holds(Requirement('a; python_version < "3.12"'), set())
-    assert gpu_env.marker_holds(Requirement('a; extra == "x"'), {"y", "x"})
-    assert not gpu_env.marker_holds(Requirement('a; extra == "x"'), set())
-    assert gpu_env.normalize("Typing_Extensions") == "typing-extensions"
+    assert gpu_env_resolve.marker_holds(
+        Requirement('a; python_version < "3.13"'), set()
+    )
+    assert not gpu_env_resolve.marker_holds(
+        Requirement('a; python_version < "3.12"'), set()
+    )
+    assert gpu_env_resolve.marker_holds(Requirement('a; extra == "x"'), {"y", "x"})
+    assert not gpu_env_resolve.marker_holds(Requirement('a; extra == "x"'), set())
+    assert gpu_env_common.normalize("Typing_Extensions") == "typing-extensions"
 
 
 @pytest.mark.parametrize(
