@@ -17,6 +17,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+from fusion_viewer.study import index_html
 from torch._inductor.test_case import run_tests, TestCase
 
 
@@ -319,7 +320,7 @@ class TestStudyIndex(TestCase):
     """The index page: every column explained, a caveat where compiled is slower."""
 
     def index(self, rows: list[dict]) -> str:
-        return study.index_html(SETTINGS, rows, study.suite_tables(rows))
+        return index_html(SETTINGS, rows, study.suite_tables(rows))
 
     def test_every_column_has_a_legend(self):
         page = self.index([study_row("resnet18-inference-default", 1.5)])

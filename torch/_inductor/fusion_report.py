@@ -20,11 +20,13 @@ The same per-graph summary goes to the ``fusion`` log artifact
 (``TORCH_LOGS=fusion``), and the JSON to a ``TORCH_TRACE`` artifact named
 ``inductor_fusion_remarks``.
 
-Saved reports are read back with :func:`load` (a capture's JSON file or a
-``TORCH_TRACE`` directory) and compared with :func:`diff`; from the command
-line, ``python -m torch._inductor.fusion_report render IN -o OUT.html`` and
-``python -m torch._inductor.fusion_report diff A B [-o OUT.html]``
-(:mod:`torch._inductor.fusion_remarks.cli`).
+The page (:meth:`FusionCapture.save_html`), and the pages, pictures and diffs
+of saved reports (a capture's JSON file or a ``TORCH_TRACE`` directory), are
+the fusion viewer's, a package of its own outside torch that reads only the
+report's JSON: ``pip install ./packages/fusion_viewer`` from the repository,
+then ``python -m fusion_viewer render IN -o OUT.html``, ``python -m
+fusion_viewer diff A B [-o OUT.html]`` and ``python -m fusion_viewer study
+DIR``.  ``python -m torch._inductor.fusion_report`` runs the same command line.
 """
 
 from __future__ import annotations
@@ -36,12 +38,9 @@ from typing import Any
 
 import torch
 
-from .fusion_remarks import recorder as rec, sinks
+from .fusion_remarks import recorder as rec, sinks, summary as text_summary
 from .fusion_remarks.model import GraphBreak
-from .fusion_remarks.render.diff import diff
-from .fusion_remarks.render import text
 from .fusion_remarks.sinks import SCHEMA_VERSION
-from .fusion_remarks.store import load
 from .fusion_remarks.taxonomy import Category, Reason, reasons_table
 
 
@@ -50,14 +49,18 @@ __all__ = [
     "SCHEMA_VERSION",
     "FusionCapture",
     "capture",
-    "diff",
-    "load",
     "reasons_table",
     "validate",
 ]
 
 # The JSON Schema (draft 2020-12) of ``FusionCapture.to_json()``.
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "fusion_report_schema.json")
+
+# What the page and the command line say when the viewer is not installed.
+_VIEWER_MISSING = (
+    "the fusion viewer is not installed: run "
+    "pip install ./packages/fusion_viewer from the repository"
+)
 
 
 class FusionCapture:
@@ -106,13 +109,21 @@ class FusionCapture:
         }
 
     def summary(self) -> str:
-        return text.render_with_graphs(self.graphs, self.graph_breaks, render_graph)
+        return text_summary.render_with_graphs(
+            self.graphs, self.graph_breaks, render_graph
+        )
 
     def save_html(self, path: str | os.PathLike[str]) -> None:
-        """Write this capture's self-contained page (fusion_remarks.render.html)."""
-        from .fusion_remarks.render import html as render_html
-
-        render_html.save_html(self.to_json(), path)
+        """Write this capture's self-contained page with the fusion viewer
+        (``fusion_viewer.html``), a package outside torch: without it, an
+        ``ImportError`` says how to install it."""
+        try:
+            from fusion_viewer import html as viewer_html
+        except ModuleNotFoundError as e:
+            if not _is_viewer(e):
+                raise
+            raise ImportError(f"FusionCapture.save_html: {_VIEWER_MISSING}") from None
+        viewer_html.save_html(self.to_json(), path)
 
 
 def capture() -> FusionCapture:
@@ -168,9 +179,9 @@ def render_graph(graph: dict[str, Any], evaluated_pairs: bool = False) -> str:
     """The readable per-graph summary the ``fusion`` log prints; with
     ``evaluated_pairs``, what ``TORCH_LOGS=+fusion`` adds: each pair the
     scheduler evaluated, once."""
-    summary = text.render_graph(graph)
+    summary = text_summary.render_graph(graph)
     if evaluated_pairs:
-        summary += "\n" + text.render_evaluated_pairs(graph)
+        summary += "\n" + text_summary.render_evaluated_pairs(graph)
     return summary
 
 
@@ -178,9 +189,23 @@ def category_of(code: str) -> Category:
     return Reason(code).category
 
 
+def _is_viewer(error: ModuleNotFoundError) -> bool:
+    """Whether ``error`` is the viewer missing, not a module the viewer lacks."""
+    return (error.name or "").split(".")[0] == "fusion_viewer"
+
+
 if __name__ == "__main__":
     import sys
 
-    from .fusion_remarks.cli import main
-
+    # The viewer's command line (render, diff, study), kept under this name.
+    try:
+        from fusion_viewer.cli import main
+    except ModuleNotFoundError as e:
+        if not _is_viewer(e):
+            raise
+        print(
+            f"python -m torch._inductor.fusion_report: {_VIEWER_MISSING}",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     sys.exit(main())

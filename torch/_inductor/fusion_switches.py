@@ -90,13 +90,11 @@ COST_MODEL_SWITCH = "TORCHINDUCTOR_FUSION_COST_MODEL"
 # import of one of them says so (ForkDisabledFinder).
 FORK_MODULES: tuple[str, ...] = (
     "torch._fork",
-    "torch._dynamo.backends.fx_fusion",
     "torch._inductor.fusion_ablation",
     "torch._inductor.fusion_ablation_options",
     "torch._inductor.fusion_remarks",
     "torch._inductor.fusion_report",
     "torch._inductor.fusion_switches",
-    "torch._inductor.fx_fusion",
     "torch._inductor.launch_bound_combo",
     "torch._inductor.one_pass_reductions",
     "torch._inductor.one_pass_reduction_remarks",
@@ -143,9 +141,9 @@ def parse_int(name: str, value: str | None, lowest: int = 0) -> int | None:
 
 
 _ACCEPTED_COST_MODEL = (
-    "use measure (copy bandwidth and launch cost measured once per process and "
-    "device), off (bytes and launches only), or <GB/s>,<us per launch> such as "
-    "3000,2.5, or leave it empty or unset"
+    "use measure (copy bandwidth and launch cost measured where the report is "
+    "read, by fusion_viewer), off (bytes and launches only), or "
+    "<GB/s>,<us per launch> such as 3000,2.5, or leave it empty or unset"
 )
 
 

@@ -82,7 +82,7 @@ LOOP_TAIL_WASTE = 0.05
 # saved input or output) walks its row in steps of this block with this many
 # warps.  Measured on the H100 over the backward kernels of the four row ops
 # at rows of 50257, 65536 and 131072, bfloat16 and float32
-# (benchmarks/results/reductions_h100_backward_loop_grid.md): it is within
+# (benchmarks/results/one_pass/reductions_h100_backward_loop_grid.md): it is within
 # 1.1% of upstream or faster in all 24, 7% less time in all; 32 warps were
 # faster in most but fell off a cliff in two (softmax backward: 4096 steps
 # at 50257 float32 4x slower than upstream, 8192 steps at 131072 bfloat16
@@ -99,7 +99,7 @@ UPSTREAM_LOOP_WARPS = 16
 # loop: at twice the bytes per element its re-reads hit L2 and its online
 # softmax's arithmetic hides behind the loads, so it runs at a copy's speed
 # already (float32 softmax, norms and cross-entropy at rows of 2048-16384,
-# benchmarks/results/reductions_h100_final_sweep.md), and a row on chip was
+# benchmarks/results/one_pass/reductions_h100_final_sweep.md), and a row on chip was
 # 1-3% slower.  Not where the kernel also gathers from another buffer per
 # element (T5's attention softmax looks up its position bias): upstream's
 # loop repeats the gathers in every pass, and on chip that kernel was 1.6x
@@ -144,7 +144,7 @@ def uses_fast_exp(decision: Decision, element_bytes: int, allowed: bool) -> bool
     bfloat16 softmax over 4096 x 32768 took 247 us on chip with it and 193
     us (92% of copy) with the approximate form; log-softmax 203 -> 195,
     cross-entropy's forward 138 -> 124 (H100,
-    benchmarks/results/reductions_h100_fast_exp.md).  The approximate form
+    benchmarks/results/one_pass/reductions_h100_fast_exp.md).  The approximate form
     is off by a few units in the last place of a float32 (a relative 2^-21
     or so, plus 2^-24 times the argument from its scaling by log2(e)): far
     below the rounding of 16-bit inputs (2^-9 for bfloat16, 2^-12 for
@@ -176,7 +176,7 @@ def with_exp_form(
     256 us at 4096 and 32 warps, 280 us in upstream's loop and 306 us in
     upstream's kernel; log-softmax 245, 277 and 279 us; cross-entropy's
     forward 118 us in upstream's loop, 133 at 4096 and 32 warps, 178 in
-    upstream's kernel (benchmarks/results/reductions_h100_lean_combine.md).
+    upstream's kernel (benchmarks/results/one_pass/reductions_h100_lean_combine.md).
     Not with fewer rows than multiprocessors, where upstream splits the row
     instead.
     """
@@ -215,7 +215,7 @@ def uses_lean_combine(decision: Decision, allowed: bool) -> bool:
     of them spent on upstream's NaN-propagating max and its guard per
     scale.  Cross-entropy's forward at 50257-262144 went from 139-151 us
     to 118-129 us, a softmax in the wide loop gained 1-5% (H100,
-    benchmarks/results/reductions_h100_lean_combine.md).  A softmax that
+    benchmarks/results/one_pass/reductions_h100_lean_combine.md).  A softmax that
     reads its row again in upstream's loop of 2048 elements was 2.5-3.5%
     slower with it, but no such kernel is left (:func:`with_exp_form`).
     ``allowed`` is ``config.one_pass_reductions_lean_combine``.  Where
@@ -359,7 +359,7 @@ def loop_block_for_row(row: int, online: bool = False) -> int | None:
     softmax kernel gets only the widest block, and ``None`` (upstream's
     configuration) where its tail is longer.
 
-    Measured on the H100, bfloat16 (benchmarks/results/
+    Measured on the H100, bfloat16 (benchmarks/results/one_pass/
     reductions_h100_loop_configs.md): rows of 32768, 128256 and 262144
     (tails of 0-2% at 8192) are fastest at 8192 for softmax and norms; at
     50257 (14% tail at 8192, 6% at 4096) a norm is fastest at 4096 (1.33x
@@ -458,7 +458,7 @@ def decide(
         # long only with its second input) keeps upstream's loop, at or near
         # a copy's speed there: the 16-warp loop was 1-3% slower in
         # bfloat16 and 10-20% in float32, 32 warps 2-5% in float32
-        # (benchmarks/results/reductions_h100_final_sweep.md).
+        # (benchmarks/results/one_pass/reductions_h100_final_sweep.md).
         if many_rows and rereads and row > limit:
             if row_inputs >= 2:
                 loop_block, loop_warps = TWO_INPUT_LOOP_BLOCK, TWO_INPUT_LOOP_WARPS

@@ -209,6 +209,70 @@ def _is_layout_copy(kernel: _Kernel, op: torch.fx.Node) -> bool:
     return True
 
 
+def classify_verdicts(recorder: GraphRecorder) -> None:
+    """Give each refused pair the hooks recorded its reason (the hooks only
+    record the refusals its rules made; a verdict a later check overturned
+    already has the code of that check)."""
+    for verdict in recorder.verdicts:
+        if not verdict.fused and verdict.reason is None and verdict.nodes:
+            verdict.reason, verdict.detail, verdict.args = rejection_reason(verdict)
+
+
+def rejection_reason(verdict: PairVerdict) -> tuple[Reason, str, dict[str, Any]]:
+    """The code of a refused pair: the first coded refusal its rules made."""
+    node1, node2 = verdict.nodes
+    for refusal in verdict.refusals:
+        if refusal.code is None:
+            continue
+        args = dict(refusal.args)
+        detail = refusal.detail
+        if refusal.check is not None:
+            detail = _silent_detail(refusal.code, *refusal.nodes, refusal.check)
+        if refusal.nodes:
+            args.update(_rule_args(refusal.code, *refusal.nodes))
+        if refusal.code is Reason.NO_SHARED_DATA:
+            common = sorted(node1.used_buffer_names() & node2.used_buffer_names())
+            if common:
+                # Upstream's text reads as if nothing were shared; say what is.
+                args["common_buffers"] = common
+                detail += (
+                    f": both access {', '.join(common)}, but at different "
+                    "indices, so no memory access would be saved"
+                )
+        return refusal.code, detail, args
+    if node1 is node2:
+        return Reason.NOT_PROPOSED, "a node paired with itself", {}
+    if node1.is_extern() or node2.is_extern():
+        return Reason.EXTERN_OR_NOP, "one node is an extern kernel", {}
+    if verdict.refusals:  # a message logged without a code
+        return Reason.BACKEND_REJECTED, verdict.refusals[0].detail, {}
+    return Reason.BACKEND_REJECTED, "Scheduler.can_fuse returned False silently", {}
+
+
+def _ranges(node: Any) -> str:
+    try:
+        return str(node.group[1])
+    except Exception:
+        return "?"
+
+
+def _silent_detail(code: Reason, node1: Any, node2: Any, check: str) -> str:
+    if code is Reason.CPP_REDUCTION_PRODUCER:
+        return (
+            f"{check}: reduction producer with ranges {_ranges(node1)}, "
+            f"consumer ranges {_ranges(node2)}"
+        )
+    if code is Reason.CPP_RANGES_INCOMPATIBLE:
+        return f"{check}: ranges {_ranges(node1)} vs {_ranges(node2)}"
+    return f"{check} returned False"
+
+
+def _rule_args(code: Reason, node1: Any, node2: Any) -> dict[str, Any]:
+    if code.value.startswith("cpp_"):
+        return {"ranges1": _ranges(node1), "ranges2": _ranges(node2)}
+    return {}
+
+
 def analyze_graph(
     scheduler: Scheduler, recorder: GraphRecorder, label: str
 ) -> dict[str, Any]:
@@ -217,6 +281,7 @@ def analyze_graph(
 
     graph = V.graph.graph
     fx_ops = [n for n in graph.nodes if n.op == "call_function"]
+    classify_verdicts(recorder)
 
     kernels: list[_Kernel] = []
     for snode in scheduler.nodes:

@@ -1,11 +1,11 @@
-"""What a missed fusion costs: a device cost model, predicted gains, hotness.
+"""What a missed fusion costs: a cost model, predicted gains, hotness.
 
 Prices the boundaries of a graph report's JSON, the way XLA's priority fusion
 attaches a predicted time to each decision and LLVM's remarks carry hotness:
 
-* :class:`CostModel`: the device's copy bandwidth and the time one kernel
-  launch costs, measured (:func:`measure_cost_model`) or given
-  (``config.fusion_cost_model``);
+* :class:`CostModel`: a device's copy bandwidth and the time one kernel
+  launch costs, as ``config.fusion_cost_model`` gives them
+  (:func:`cost_model_for`);
 * :func:`predicted_gain`: what fusing the two kernels of one boundary would
   save: the bytes that would no longer cross memory (the consumer's read of
   the producer's buffer; the producer's write too when no other kernel reads
@@ -16,35 +16,35 @@ attaches a predicted time to each decision and LLVM's remarks carry hotness:
 * :func:`annotate`: with kernel times measured by a profiler, each kernel's and
   boundary's ``hotness_s``, joined by generated function name.
 
-Nothing here runs unless a report is being built, and nothing changes what
-Inductor generates.  Graph outputs are not marked in the report: a buffer
-that is also a graph output is still written when fused, so the write saving
-is an upper bound there.
+Nothing here times a device: what the compile records is priced from given
+numbers only.  ``"measure"``, the default, leaves the time out
+(:func:`awaits_measurement`); the fusion viewer's ``fusion_viewer.costs``
+measures the device where the report is read, once per process, and prices
+the report from its JSON.  Nothing here runs unless a report is being built,
+and nothing changes what Inductor generates.  Graph outputs are not marked in
+the report: a buffer that is also a graph output is still written when fused,
+so the write saving is an upper bound there.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
-import statistics
-import time
 from typing import Any, TYPE_CHECKING
 
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
 
 
 __all__ = [
+    "AWAITS_MEASUREMENT",
     "CostModel",
     "annotate",
+    "awaits_measurement",
     "cost_model_for",
-    "measure_cost_model",
     "predicted_gain",
     "price",
 ]
-
-log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,8 +52,9 @@ class CostModel:
     """What memory traffic and launches cost on one device.
 
     ``bandwidth_bytes_per_s`` and ``launch_s`` are None where the model does
-    not price time (``config.fusion_cost_model = "off"``, or a measurement
-    that could not run: ``source`` says why)."""
+    not price time (``config.fusion_cost_model = "off"``, a model that awaits
+    its measurement, or one that could not be measured: ``source`` says
+    why)."""
 
     device: str
     bandwidth_bytes_per_s: float | None  # a copy: bytes read + written per second
@@ -64,107 +65,25 @@ class CostModel:
         return dataclasses.asdict(self)
 
 
-def _synchronizer(device: str) -> Callable[[], None] | None:
-    import torch
-
-    if device == "cpu":
-        return lambda: None
-    if device == "cuda":
-        return torch.cuda.synchronize
-    module = getattr(torch, device, None)
-    return getattr(module, "synchronize", None)
+# The source of the model config.fusion_cost_model = "measure" names: no
+# device is timed during a compile; the report's reader measures the device
+# once and prices the report from its JSON (fusion_viewer.costs.price_measured).
+AWAITS_MEASUREMENT = "to be measured"
 
 
-def measure_cost_model(
-    device: str,
-    nbytes: int = 256 * 2**20,
-    copies: int = 4,
-    launches: int = 200,
-    repeats: int = 5,
-    in_cuda_graph: bool = False,
-) -> CostModel:
-    """Measure ``device``'s copy bandwidth (``copies`` back-to-back copies of
-    ``nbytes``, the median of ``repeats``) and its launch cost: the time per
-    kernel of ``launches`` one-element kernels issued back to back.  Issued
-    from the stream, that is the host's launch rate, what a fused launch saves
-    where a step is launch-bound; with ``in_cuda_graph`` the kernels are
-    replayed from one CUDA graph, and it is what one more kernel costs the
-    GPU itself (the gap and ramp between kernels), what a fusion saves in GPU
-    time under CUDA graphs."""
-    import torch
-    from torch._subclasses.fake_tensor import unset_fake_temporarily
-
-    sync = _synchronizer(device)
-    if sync is None:
-        raise RuntimeError(f"no way to synchronize device {device!r}")
-    with unset_fake_temporarily(), torch.no_grad():
-        src = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
-        dst = torch.empty_like(src)
-        tiny = torch.zeros(1, device=device)
-
-        def timed(fn: Callable[[], None]) -> float:
-            fn()
-            times = []
-            for _ in range(repeats):
-                sync()
-                start = time.perf_counter()
-                fn()
-                sync()
-                times.append(time.perf_counter() - start)
-            return statistics.median(times)
-
-        def copy() -> None:
-            for _ in range(copies):
-                dst.copy_(src)
-
-        def chain() -> None:
-            for _ in range(launches):
-                tiny.add_(1.0)
-
-        copy_s = timed(copy) / copies
-        how = "back to back"
-        if in_cuda_graph and device == "cuda":
-            chain()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                chain()
-            launch_s = timed(graph.replay) / launches
-            how = "replayed from one CUDA graph"
-        else:
-            launch_s = timed(chain) / launches
-    return CostModel(
-        device=device,
-        bandwidth_bytes_per_s=2 * (nbytes // 4 * 4) / copy_s,
-        launch_s=launch_s,
-        source=(
-            f"measured: {copies} copies of {nbytes // 2**20} MiB and {launches} "
-            f"one-element kernels {how}, median of {repeats}"
-        ),
-    )
-
-
-# What a compile-time measurement moves: enough to reach a device's bandwidth
-# (tens of microseconds of copying on a GPU) and little enough to take
-# milliseconds.
-_COMPILE_TIME_BYTES = {"cpu": 16 * 2**20}
-_DEFAULT_COMPILE_TIME_BYTES = 64 * 2**20
-
-# device -> the model measured in this process (measured once: a compile-time
-# measurement on each graph would cost time and give every graph another
-# model)
-_measured: dict[str, CostModel] = {}
-
-
-def _in_stream_capture(device: str) -> bool:
-    import torch
-
-    return device == "cuda" and torch.cuda.is_current_stream_capturing()
+def awaits_measurement(cost_model: Mapping[str, Any] | None) -> bool:
+    """Whether a graph's ``cost_model`` (JSON) awaits the device's
+    measurement: the report was captured under ``"measure"`` and not priced
+    since."""
+    source = (cost_model or {}).get("source")
+    return isinstance(source, str) and source.startswith(AWAITS_MEASUREMENT)
 
 
 def cost_model_for(device: str, spec: str | None = None) -> CostModel:
     """The cost model that ``spec`` (default: ``config.fusion_cost_model``)
-    names for ``device``.  Never raises: a bad spec or a failed measurement
-    gives a model without time whose ``source`` says why."""
+    names for ``device``.  Never raises, and never times the device: a bad
+    spec gives a model without time whose ``source`` says why, and
+    ``"measure"`` one without time that :func:`awaits_measurement`."""
     from torch._inductor import config, fusion_switches
 
     raw = config.fusion_cost_model if spec is None else spec
@@ -175,29 +94,19 @@ def cost_model_for(device: str, spec: str | None = None) -> CostModel:
     value = value or "measure"
     if value == "off":
         return CostModel(device, None, None, "off (config.fusion_cost_model)")
-    if value != "measure":
-        gbps, us = (float(x) for x in value.split(","))
+    if value == "measure":
         return CostModel(
-            device, gbps * 1e9, us * 1e-6, f"given: {value} (config.fusion_cost_model)"
-        )
-    if device in _measured:
-        return _measured[device]
-    if _in_stream_capture(device):
-        # a measurement would break the capture; not cached: try again later
-        return CostModel(device, None, None, "not measured: the stream is capturing")
-    try:
-        model = measure_cost_model(
             device,
-            nbytes=_COMPILE_TIME_BYTES.get(device, _DEFAULT_COMPILE_TIME_BYTES),
-            copies=2 if device == "cpu" else 8,
+            None,
+            None,
+            f"{AWAITS_MEASUREMENT} where the report is read "
+            "(config.fusion_cost_model='measure'): bytes and launches only "
+            "until fusion_viewer.costs.price_measured prices it",
         )
-    except Exception as e:
-        log.warning(
-            "fusion remarks: could not measure a cost model on %s: %s", device, e
-        )
-        model = CostModel(device, None, None, f"not measured: {type(e).__name__}: {e}")
-    _measured[device] = model
-    return model
+    gbps, us = (float(x) for x in value.split(","))
+    return CostModel(
+        device, gbps * 1e9, us * 1e-6, f"given: {value} (config.fusion_cost_model)"
+    )
 
 
 # Reasons that fire only where the two sides share no memory access at the

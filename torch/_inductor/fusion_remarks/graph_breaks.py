@@ -33,7 +33,7 @@ from torch._guards import CompileContext
 
 from . import recorder as rec
 from .model import base_compile_id, GraphBreak, Remark
-from .render.text import describe
+from .summary import describe
 from .taxonomy import Kind, Reason, Stage
 
 

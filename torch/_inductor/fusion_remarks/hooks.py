@@ -8,9 +8,10 @@ decision's reason code by its call site:
   :func:`refused` or passes its verdict through :func:`checked`;
 * ``Scheduler.can_fuse`` and ``Scheduler.speedup_by_fusion`` hand their
   decision to :func:`evaluate_pair` and :func:`evaluate_speedup`, which record
-  the verdict of each evaluated pair (and let ``fusion_check`` force one);
-* lowering tags the rule that realizes a value (:func:`realize_rule` around a
-  ``realize()`` call, :func:`realizes_for` on a helper that realizes inputs)
+  the verdict of each evaluated pair;
+* lowering tags the rule that realizes a value (:func:`begin_realize_rule`
+  and :func:`end_realize_rule` one line before and after the statement,
+  :func:`realizes_for` on a helper that realizes inputs)
   and ``StorageBox.realize`` reports the buffer (:func:`record_realize`);
 * codegen reports each scheduler node it generates (:func:`generating`) and
   each kernel it defines (:func:`kernel_defined`);
@@ -57,6 +58,9 @@ _T = TypeVar("_T")
 # helper that realizes its inputs) applies only where no rule encloses it.
 # (code, is_rule, what the rule compared) of each realize rule entered.
 _realize_tags: list[tuple[Reason, bool, dict[str, Any]]] = []
+# Beside each tag: the graph a begin_realize_rule() tag was set in (None for
+# the context manager and the decorator, which always remove their own tag).
+_realize_tag_graphs: list[int | None] = []
 
 
 @contextlib.contextmanager
@@ -65,9 +69,33 @@ def realize_rule(code: Reason, **compared: Any) -> Iterator[None]:
     ``compared``: numbers the rule decided on that the buffer does not keep
     (e.g. ``users``)."""
     _realize_tags.append((code, True, compared))
+    _realize_tag_graphs.append(None)
     try:
         yield
     finally:
+        end_realize_rule()
+
+
+def begin_realize_rule(code: Reason, **compared: Any) -> None:
+    """Before a statement that realizes a value: the rule ``code`` decided to
+    realize it (``compared``: as :func:`realize_rule`).  One line before the
+    upstream statement and :func:`end_realize_rule` one line after, so that
+    the statement keeps its indentation.  A tag left by an exception between
+    the two belongs to a graph whose lowering failed: the next graph drops it."""
+    from ..virtualized import V
+
+    graph = id(V.graph) if V.graph is not None else None
+    while _realize_tag_graphs and _realize_tag_graphs[-1] not in (None, graph):
+        _realize_tag_graphs.pop()
+        _realize_tags.pop()
+    _realize_tags.append((code, True, compared))
+    _realize_tag_graphs.append(graph)
+
+
+def end_realize_rule() -> None:
+    """After the statement :func:`begin_realize_rule` announced."""
+    if _realize_tag_graphs:
+        _realize_tag_graphs.pop()
         _realize_tags.pop()
 
 
@@ -83,10 +111,11 @@ def realizes_for(
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> _T:
             _realize_tags.append((code, rule, {}))
+            _realize_tag_graphs.append(None)
             try:
                 return fn(*args, **kwargs)
             finally:
-                _realize_tags.pop()
+                end_realize_rule()
 
         return wrapper
 
@@ -321,21 +350,13 @@ def evaluate_pair(
     add their refusals to the outermost pair, whose verdict is recorded.
     """
     recorder = rec.current_recorder(create=False) if rec.is_enabled() else None
-    if recorder is None and rec.forcing is None:
-        return decide(node1, node2, **options)
     if recorder is None:
-        recorder = rec.current_recorder()
-        if recorder is None:
-            return decide(node1, node2, **options)
+        return decide(node1, node2, **options)
     outermost = not recorder.evaluations
     if outermost:
         recorder.evaluations.append(Evaluation(node1, node2))
     try:
         result = decide(node1, node2, **options)
-        if outermost and not result and rec.forcing is not None:
-            # fusion_check: evaluate the target pair again with one heuristic off.
-            again = functools.partial(decide, node1, node2, **options)
-            result = rec.forcing.reconsider(recorder, node1, node2, again)
     finally:
         evaluation = recorder.evaluations.pop() if outermost else None
     if evaluation is not None:
@@ -351,10 +372,6 @@ def evaluate_speedup(
 ) -> Any:
     """``Scheduler.speedup_by_fusion``: a benchmark's refusal is a verdict too
     (``decide(node1, node2)`` is the scheduler's own method)."""
-    if rec.forcing is not None:
-        forced = rec.forcing.forced_speedup(node1, node2)
-        if forced is not None:
-            return forced
     result = decide(node1, node2)
     if (
         rec.is_enabled()
@@ -376,7 +393,7 @@ def why_no_fuse(why: WhyNoFuse, code: Reason | None) -> None:
     Inside an evaluation the refusal explains it; after one (a cycle found by
     ``will_fusion_create_cycle``, a benchmark) it overturns the pair's verdict.
     """
-    if not rec.is_enabled() and rec.forcing is None:
+    if not rec.is_enabled():
         return
     try:
         recorder = rec.current_recorder(create=False)
@@ -392,8 +409,6 @@ def why_no_fuse(why: WhyNoFuse, code: Reason | None) -> None:
             return
         if code is None:
             return
-        if code is Reason.WOULD_CREATE_CYCLE and rec.forcing is not None:
-            rec.forcing.note_cycle(why.name1, why.name2)
         _amend_verdict_by_names(recorder, why.name1, why.name2, code, detail)
     except Exception as e:
         rec.report_failure(e)
@@ -403,13 +418,13 @@ def refused(
     node1: BaseSchedulerNode, node2: BaseSchedulerNode, code: Reason, detail: str
 ) -> None:
     """A rule that refuses without a ``WhyNoFuse`` message refused this pair."""
-    if not rec.is_enabled() and rec.forcing is None:
+    if not rec.is_enabled():
         return
     try:
         recorder = rec.current_recorder(create=False)
         if recorder is not None and recorder.evaluations:
             recorder.evaluations[0].refusals.append(
-                Refusal(code, detail, _rule_args(code, node1, node2))
+                Refusal(code, detail, {}, nodes=(node1, node2))
             )
     except Exception as e:
         rec.report_failure(e)
@@ -421,7 +436,7 @@ def blocked_by_placement(
     """``Scheduler._fusion_blocked_by_placement`` (2.15.0) refused this pair:
     the nodes run on different CUDA streams or in different memory pools
     (the stream and mempool rules of 2.14.1's ``_can_fuse``), or are one node."""
-    if not rec.is_enabled() and rec.forcing is None:
+    if not rec.is_enabled():
         return
     if node1 is node2:
         return  # a node is not paired with itself: no boundary to explain
@@ -440,7 +455,7 @@ def overturned(
     """A check that runs after a pair's verdict (``Scheduler.can_fuse``'s
     peak-memory check on 2.15.0) refused it: the recorded verdict becomes
     that refusal."""
-    if not rec.is_enabled() and rec.forcing is None:
+    if not rec.is_enabled():
         return
     try:
         recorder = rec.current_recorder(create=False)
@@ -460,33 +475,16 @@ def checked(
     check: str,
 ) -> bool:
     """Pass a silent rule's verdict through; a refusal is recorded as ``code``."""
-    if not result:
-        refused(node1, node2, code, _silent_detail(code, node1, node2, check))
+    if not result and rec.is_enabled():
+        try:
+            recorder = rec.current_recorder(create=False)
+            if recorder is not None and recorder.evaluations:
+                recorder.evaluations[0].refusals.append(
+                    Refusal(code, "", {}, check=check, nodes=(node1, node2))
+                )
+        except Exception as e:
+            rec.report_failure(e)
     return result
-
-
-def _ranges(node: Any) -> str:
-    try:
-        return str(node.group[1])
-    except Exception:
-        return "?"
-
-
-def _silent_detail(code: Reason, node1: Any, node2: Any, check: str) -> str:
-    if code is Reason.CPP_REDUCTION_PRODUCER:
-        return (
-            f"{check}: reduction producer with ranges {_ranges(node1)}, "
-            f"consumer ranges {_ranges(node2)}"
-        )
-    if code is Reason.CPP_RANGES_INCOMPATIBLE:
-        return f"{check}: ranges {_ranges(node1)} vs {_ranges(node2)}"
-    return f"{check} returned False"
-
-
-def _rule_args(code: Reason, node1: Any, node2: Any) -> dict[str, Any]:
-    if code.value.startswith("cpp_"):
-        return {"ranges1": _ranges(node1), "ranges2": _ranges(node2)}
-    return {}
 
 
 def epilogue_code(
@@ -514,29 +512,11 @@ def epilogue_code(
     return Reason.EPILOGUE_DISABLED
 
 
-def heuristic_applies(code: Reason) -> bool:
-    """False only while ``fusion_check`` forces the pair under evaluation past
-    the heuristic ``code``; every heuristic that can be forced asks this."""
-    forcing = rec.forcing
-    if forcing is None:
-        return True
-    try:
-        return not forcing.bypasses(code)
-    except Exception as e:
-        rec.report_failure(e)
-        return True
-
-
 def _record_verdict(
     recorder: rec.GraphRecorder, evaluation: Evaluation, fused: bool
 ) -> None:
     try:
         node1, node2 = evaluation.node1, evaluation.node2
-        reason: Reason | None = None
-        detail = ""
-        args: dict[str, Any] = {}
-        if not fused:
-            reason, detail, args = rejection_reason(evaluation)
         recorder.verdicts.append(
             PairVerdict(
                 seq=recorder.next_seq(),
@@ -544,45 +524,20 @@ def _record_verdict(
                 second=_base_names(node2),
                 names=(node1.get_name(), node2.get_name()),
                 fused=fused,
-                reason=reason,
-                detail=detail,
-                args=args,
+                reason=None,
+                detail="",
+                args={},
                 vertical=bool(
                     node2.ancestors & _base_names(node1)
                     if hasattr(node2, "ancestors")
                     else False
                 ),
+                refusals=list(evaluation.refusals),
+                nodes=(node1, node2),
             )
         )
     except Exception as e:
         rec.report_failure(e)
-
-
-def rejection_reason(evaluation: Evaluation) -> tuple[Reason, str, dict[str, Any]]:
-    """The code of a refused pair: the first coded refusal its rules made."""
-    node1, node2 = evaluation.node1, evaluation.node2
-    for refusal in evaluation.refusals:
-        if refusal.code is None:
-            continue
-        args = dict(refusal.args)
-        detail = refusal.detail
-        if refusal.code is Reason.NO_SHARED_DATA:
-            common = sorted(node1.used_buffer_names() & node2.used_buffer_names())
-            if common:
-                # Upstream's text reads as if nothing were shared; say what is.
-                args["common_buffers"] = common
-                detail += (
-                    f": both access {', '.join(common)}, but at different "
-                    "indices, so no memory access would be saved"
-                )
-        return refusal.code, detail, args
-    if node1 is node2:
-        return Reason.NOT_PROPOSED, "a node paired with itself", {}
-    if node1.is_extern() or node2.is_extern():
-        return Reason.EXTERN_OR_NOP, "one node is an extern kernel", {}
-    if evaluation.refusals:  # a message logged without a code
-        return Reason.BACKEND_REJECTED, evaluation.refusals[0].detail, {}
-    return Reason.BACKEND_REJECTED, "Scheduler.can_fuse returned False silently", {}
 
 
 def _amend_verdict(node1: Any, node2: Any, reason: Reason, detail: str) -> None:
@@ -666,7 +621,8 @@ def kernel_defined(kernel_name: str, nodes: Any, source: str | None = None) -> N
 
 @contextlib.contextmanager
 def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
-    """Around ``Scheduler.codegen``; on success, analyse and publish the graph."""
+    """Around ``Scheduler.codegen``; on success, hand the graph's records to
+    the publisher (:mod:`.publish`, loaded only when someone listens)."""
     from .. import metrics
 
     before = metrics.generated_kernel_count
@@ -677,20 +633,12 @@ def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
         recorder = rec.current_recorder(create=False)
         if recorder is None or not recorder.base_nodes:
             return
-        # Loaded only when someone listens: importing a patched upstream module
-        # loads the taxonomy, the records and the hooks, not the analysis.
-        from . import analysis, sinks
-
         _close_generating(recorder)
-        report = analysis.analyze_graph(scheduler, recorder, rec.graph_label())
-        # Inductor's metric also counts kernels made while autotuning during
-        # lowering; what this graph's codegen generated is the difference.
-        report["generated_kernel_count"] = metrics.generated_kernel_count - before
-        report["remarks"].extend(r.to_json() for r in rec.take_pending_remarks())
-        label = report["compile_id"]
-        report["remarks"].extend(r.to_json() for r in rec.graph_remarks(label))
-        sinks.publish(report)
-        recorder.published = report
+        from . import publish
+
+        publish.graph_generated(
+            scheduler, recorder, metrics.generated_kernel_count - before
+        )
     except Exception as e:
         rec.report_failure(e)
 
@@ -720,32 +668,6 @@ def replay_cached_report(compiled: Any) -> None:
     """Called on an FX graph cache hit with the loaded ``CompiledFxGraph``."""
     if not rec.is_enabled():
         return
-    import copy
+    from . import publish
 
-    from torch._guards import CompileContext
-
-    compile_id = CompileContext.current_compile_id()
-    label = str(compile_id) if compile_id is not None else "<no compile id>"
-    stored = getattr(compiled, "fusion_report", None)
-    if stored is None:
-        fusion_log.info(
-            "graph %s: loaded from Inductor's FX graph cache (key %s), whose entry was "
-            "written with fusion remarks off: %s. To explain it, compile it again "
-            "with TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 or inside "
-            "torch._inductor.fusion_report.capture().",
-            label,
-            getattr(compiled, "cache_key", "?"),
-            Reason.CACHE_HIT_WITHOUT_REMARKS.value,
-        )
-        return
-    report = copy.deepcopy(stored)
-    if str(stored.get("compile_id", "")).endswith(" backward"):
-        label += " backward"
-    report["compiled_as"] = stored.get("compile_id")
-    report["compile_id"] = label
-    report["remarks"] = [
-        dict(r, graph=label) if r.get("graph") else r for r in report["remarks"]
-    ]
-    from . import sinks
-
-    sinks.publish(report, cache="replayed")
+    publish.replay_cached(compiled)

@@ -77,6 +77,11 @@ class PairVerdict:
     detail: str
     args: dict[str, Any]
     vertical: bool
+    # As recorded: the refusals its rules made and the two scheduler nodes
+    # (not serialized).  The hooks only record; the analysis classifies a
+    # refused pair (``reason`` None) from these when the graph is analysed.
+    refusals: list[Any] = dataclasses.field(default_factory=list)
+    nodes: tuple[Any, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {

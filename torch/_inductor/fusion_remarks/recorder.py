@@ -68,6 +68,10 @@ class Refusal:
     code: Reason | None  # None: a message logged without a code
     detail: str
     args: dict[str, Any]
+    # A rule that refuses silently: the check's name, and the pair it refused
+    # (the analysis words the detail from them).
+    check: str | None = None
+    nodes: tuple[Any, ...] = ()
 
 
 @dataclasses.dataclass
@@ -108,9 +112,6 @@ class GraphRecorder:
 
 _captures: list[Any] = []  # active fusion_report captures
 _reported_failure = False
-# The active fusion_check.force_fusion (None otherwise): while None, forcing
-# costs the scheduler hooks one check and can change nothing.
-forcing: Any = None
 
 
 def is_enabled() -> bool:

@@ -15,7 +15,7 @@ import torch._logging
 
 from . import costs, graph_breaks, recorder as rec
 from .model import Remark
-from .render.text import render_evaluated_pairs, render_graph
+from .summary import render_evaluated_pairs, render_graph
 from .taxonomy import Kind, Reason, Stage
 
 

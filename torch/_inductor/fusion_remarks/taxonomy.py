@@ -40,7 +40,7 @@ class Stage(str, enum.Enum):
     SCHEDULER = "scheduler"
     CODEGEN = "codegen"
     CACHE = "cache"
-    # The FX fusion arm (torch._inductor.fx_fusion), not Inductor.
+    # The FX fusion arm (the fx_fusion package, packages/fx_fusion), not Inductor.
     FX_FUSION = "fx_fusion"
     # The optional launch-bound combo-kernel pass (launch_bound_combo.py).
     LAUNCH_BOUND_COMBO = "launch_bound_combo"
@@ -187,7 +187,7 @@ class Reason(str, enum.Enum):
     # Ablation switches (fusion_ablation.py).
     NO_FUSION = "no_fusion"
     CONFIG_HELD_OFF = "config_held_off"
-    # The FX fusion arm (fx_fusion/, backend="fx_fusion").
+    # The FX fusion arm (packages/fx_fusion, backend="fx_fusion").
     FX_FUSED = "fx_fused"
     FX_UNSUPPORTED_OP = "fx_unsupported_op"
     FX_ITERATION_SPACE_MISMATCH = "fx_iteration_space_mismatch"

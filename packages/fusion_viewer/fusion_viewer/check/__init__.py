@@ -7,28 +7,39 @@ halves of the question: is the fused kernel generated and correct, and is it
 faster?  This opt-in check tries it, in two modules:
 
 ``policy``
-    which heuristic refusals can be forced and how (:data:`BYPASSES`), the
-    :class:`ForcedFusion` the scheduler hooks consult, :func:`can_force` and
+    which heuristic refusals can be forced (:data:`BYPASSES`; those decided
+    outside ``InductorChoices`` are :data:`OUT_OF_REACH`), the
+    :class:`ForcingChoices` that lets one pair past them through upstream's
+    extension point (``V.set_choices_handler``), :func:`can_force` and
     :func:`force_fusion` (one refused pair forced through one compile)
 ``harness``
     :func:`check_fusible`: compile the model again per boundary under
     :func:`force_fusion`, compare with eager, time both compiles, and fill the
     boundaries' ``fusible`` and ``fusible_check``
 
-``harness`` imports ``policy``, never the reverse; nothing else in
-:mod:`torch._inductor.fusion_remarks` imports this package (the hooks reach
-the active check through ``fusion_remarks.recorder.forcing``).  It compiles the
-model once more per checked boundary, so it is never run implicitly;
+``harness`` imports ``policy``, never the reverse, and nothing in ``torch/``
+imports either: the check reaches Inductor only through its choices handler
+and reads what happened from the fusion report.  It compiles the model once
+more per checked boundary, so it is never run implicitly;
 ``benchmarks/fusion/study.py --check-fusible N`` runs it per case.
 """
 
 from .harness import check_fusible, StepTimer
-from .policy import BYPASSES, can_force, force_fusion, ForcedFusion
+from .policy import (
+    BYPASSES,
+    can_force,
+    force_fusion,
+    ForcedFusion,
+    ForcingChoices,
+    OUT_OF_REACH,
+)
 
 
 __all__ = [
     "BYPASSES",
+    "OUT_OF_REACH",
     "ForcedFusion",
+    "ForcingChoices",
     "StepTimer",
     "can_force",
     "check_fusible",

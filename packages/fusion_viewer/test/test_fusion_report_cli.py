@@ -1,5 +1,5 @@
 # Owner(s): ["module: inductor"]
-"""``python -m torch._inductor.fusion_report``: ``render`` and ``diff``.
+"""``python -m fusion_viewer``: ``render``, ``diff`` and ``study``.
 
 Real captures of a small conv net (conv, batch norm, ReLU, a residual add, a
 mean) compiled through the fork under three configs (default,
@@ -28,9 +28,8 @@ import textwrap
 
 import torch
 import torch._dynamo
+from fusion_viewer import cli, diff as render_diff, html, store, study
 from torch._inductor import fusion_report
-from torch._inductor.fusion_remarks import cli, store
-from torch._inductor.fusion_remarks.render import diff as render_diff, html
 from torch._inductor.test_case import run_tests, TestCase
 
 
@@ -41,7 +40,7 @@ TLPARSE = next(
     ),
     shutil.which("tlparse"),
 )
-ERROR_PREFIX = "torch._inductor.fusion_report: error: "
+ERROR_PREFIX = "fusion_viewer: error: "
 
 
 class Net(torch.nn.Module):
@@ -108,9 +107,9 @@ def run_cli(*argv):
     return rc, out.getvalue(), err.getvalue()
 
 
-def run_module(*argv, env=None):
+def run_module(*argv, module="fusion_viewer", env=None):
     return subprocess.run(
-        [sys.executable, "-m", "torch._inductor.fusion_report", *argv],
+        [sys.executable, "-m", module, *argv],
         capture_output=True,
         text=True,
         env=env,
@@ -242,25 +241,29 @@ class TestFusionReportCli(TestCase):
         self.assertTrue(stdout.endswith("no differences\n"), stdout)
 
     def test_the_module_runs_as_a_program(self):
-        path = self.save("default.json", self.default)
-        out = os.path.join(self.tmp, "page.html")
-        proc = run_module("render", path, "-o", out)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertTrue(os.path.getsize(out) > 0)
-        proc = run_module("render", os.path.join(self.tmp, "missing.json"), "-o", out)
-        self.assertEqual(proc.returncode, 2)
-        self.assertNotIn("Traceback", proc.stderr)
-        self.assertEqual(proc.stderr.count("\n"), 1, proc.stderr)
-        proc = run_module("--help")
-        self.assertEqual(proc.returncode, 0)
-        self.assertIn("render", proc.stdout)
-        self.assertIn("diff", proc.stdout)
+        # python -m torch._inductor.fusion_report runs the viewer's command line.
+        for module in ("fusion_viewer", "torch._inductor.fusion_report"):
+            with self.subTest(module):
+                path = self.save("default.json", self.default)
+                out = os.path.join(self.tmp, "page.html")
+                proc = run_module("render", path, "-o", out, module=module)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertTrue(os.path.getsize(out) > 0)
+                missing = os.path.join(self.tmp, "missing.json")
+                proc = run_module("render", missing, "-o", out, module=module)
+                self.assertEqual(proc.returncode, 2)
+                self.assertNotIn("Traceback", proc.stderr)
+                self.assertEqual(proc.stderr.count("\n"), 1, proc.stderr)
+                proc = run_module("--help", module=module)
+                self.assertEqual(proc.returncode, 0)
+                for command in ("render", "diff", "study"):
+                    self.assertIn(command, proc.stdout)
 
     # ------------------------------------------------------------ diff
 
     def test_no_fusion_adds_boundaries_with_its_reason(self):
         a, b = self.default, self.no_fusion
-        d = fusion_report.diff(a, b)
+        d = render_diff.diff(a, b)
         self.assertEqual(len(d.graphs), 1)
         g = d.graphs[0]
         ga, gb = a["graphs"][0], b["graphs"][0]
@@ -323,7 +326,7 @@ class TestFusionReportCli(TestCase):
         )
 
         # Backwards, the same boundaries disappear.
-        back = fusion_report.diff(b, a).graphs[0]
+        back = render_diff.diff(b, a).graphs[0]
         self.assertEqual(back.count("disappeared"), len(new))
         self.assertEqual(back.count("appeared"), 0)
         self.assertEqual(back.count("changed"), g.count("changed"))
@@ -333,7 +336,7 @@ class TestFusionReportCli(TestCase):
         gb = b["graphs"][0]
         # the switch did act: it left its remarks ...
         self.assertTrue(any(r["reason"] == "config_held_off" for r in gb["remarks"]))
-        d = fusion_report.diff(a, b)
+        d = render_diff.diff(a, b)
         g = d.graphs[0]
         self.assertEqual(g.count("appeared"), 0)
         self.assertEqual(g.count("disappeared"), 0)
@@ -361,7 +364,7 @@ class TestFusionReportCli(TestCase):
             text,
         )
         self.assertTrue(text.endswith("\nno differences\n"), text)
-        self.assertTrue(fusion_report.diff(self.no_fusion, self.no_fusion).empty)
+        self.assertTrue(render_diff.diff(self.no_fusion, self.no_fusion).empty)
 
     def test_ops_are_matched_by_target_and_line_not_by_name(self):
         b = copy.deepcopy(self.no_fusion)
@@ -374,10 +377,10 @@ class TestFusionReportCli(TestCase):
                 renamed[x["producer"]],
                 renamed[x["consumer"]],
             )
-        self.assertTrue(fusion_report.diff(self.no_fusion, b).empty)
+        self.assertTrue(render_diff.diff(self.no_fusion, b).empty)
         # By name alone, the same ops would have looked all new.
-        d = fusion_report.diff(self.default, b).graphs[0]
-        ref = fusion_report.diff(self.default, self.no_fusion).graphs[0]
+        d = render_diff.diff(self.default, b).graphs[0]
+        ref = render_diff.diff(self.default, self.no_fusion).graphs[0]
         self.assertEqual(
             [(c.status, c.reasons) for c in d.changes],
             [(c.status, c.reasons) for c in ref.changes],
@@ -392,7 +395,7 @@ class TestFusionReportCli(TestCase):
                 path, _, line = op["source"].rpartition(":")
                 op["source"] = f"{path}:{int(line) + 10}"
         graph["boundaries"][0]["reason"] = "extern_kernel_changed"
-        g = fusion_report.diff(self.no_fusion, b).graphs[0]
+        g = render_diff.diff(self.no_fusion, b).graphs[0]
         n = len(graph["boundaries"])
         self.assertEqual(g.count("moved"), n - 1)
         self.assertEqual(g.count("changed"), 1)
@@ -400,7 +403,7 @@ class TestFusionReportCli(TestCase):
         changed = next(c for c in g.changes if c.status == "changed")
         self.assertEqual(changed.reasons[1], "extern_kernel_changed")
         self.assertIn(
-            "(was ", render_diff.render_text(fusion_report.diff(self.no_fusion, b))
+            "(was ", render_diff.render_text(render_diff.diff(self.no_fusion, b))
         )
 
     def test_graphs_are_matched_by_compile_id(self):
@@ -408,7 +411,7 @@ class TestFusionReportCli(TestCase):
         extra = copy.deepcopy(b["graphs"][0])
         extra["compile_id"] = "1/0"
         b["graphs"].append(extra)
-        d = fusion_report.diff(self.default, b)
+        d = render_diff.diff(self.default, b)
         self.assertEqual(
             [(g.compile_id, g.a is None) for g in d.graphs],
             [("0/0", False), ("1/0", True)],
@@ -422,10 +425,102 @@ class TestFusionReportCli(TestCase):
         # graphs left over on both sides are matched in order.
         c = copy.deepcopy(self.no_fusion)
         c["graphs"][0]["compile_id"] = "3/0"
-        d = fusion_report.diff(self.default, c)
+        d = render_diff.diff(self.default, c)
         self.assertEqual(d.matched_by_order, 1)
         self.assertEqual(d.graphs[0].compile_id, "0/0 | 3/0")
         self.assertGreater(d.graphs[0].count("appeared"), 0)
+
+    # ------------------------------------------------------------ study
+
+    def write_study(self, cases):
+        """A study directory as ``benchmarks/fusion/study.py`` leaves it:
+        ``study.json`` and ``captures/<case>.json``, each case ``ok`` with
+        its capture or, given None, failed."""
+        directory = os.path.join(self.tmp, "study")
+        os.makedirs(os.path.join(directory, "captures"))
+        rows = []
+        for case, data in cases.items():
+            if data is None:
+                rows.append(
+                    {"case": case, "family": "cnn", "status": "failed", "error": "boom"}
+                )
+                continue
+            self.save(os.path.join(directory, "captures", f"{case}.json"), data)
+            graph = data["graphs"][0]
+            by_reason = collections.defaultdict(
+                lambda: {"category": "", "count": 0, "bytes": 0}
+            )
+            for b in graph["boundaries"]:
+                by_reason[b["reason"]]["category"] = b["category"]
+                by_reason[b["reason"]]["count"] += 1
+            rows.append(
+                {
+                    "case": case,
+                    "family": "cnn",
+                    "status": "ok",
+                    "graphs": 1,
+                    "graph_breaks": 0,
+                    "ops": len(graph["ops"]),
+                    "unfused_ops": 0,
+                    "kernels_generated": len(graph["kernels"]),
+                    "kernels_extern": 0,
+                    "boundaries": len(graph["boundaries"]),
+                    "heuristic_boundaries": 0,
+                    "fusible": {"true": 0, "false": 0, "unknown": 0},
+                    "boundary_bytes": 0,
+                    "by_reason": dict(by_reason),
+                    "eager_ms": 2.0,
+                    "compiled_ms": 1.0,
+                    "speedup": 2.0,
+                }
+            )
+        settings = {
+            "device_name": "cpu",
+            "torch": torch.__version__,
+            "fork": "test",
+            "shapes": "ci",
+            "timing": "perf_counter per step, median",
+            "command": "study.py --out study",
+        }
+        suite = {"by_count": [], "by_bytes": [], "by_family": {}, "unexplained": 0}
+        study_json = {"settings": settings, "rows": rows, "suite": suite}
+        self.save(os.path.join(directory, "study.json"), study_json)
+        return directory, study_json
+
+    def test_study_writes_the_index_and_a_page_per_case(self):
+        directory, data = self.write_study(
+            {"net-default": self.default, "net-no_fusion": self.no_fusion, "bad": None}
+        )
+        rc, stdout, err = run_cli("study", directory)
+        self.assertEqual((rc, err), (0, ""))
+        index = os.path.join(directory, "index.html")
+        self.assertEqual(stdout, f"wrote {index} and 2 case pages\n")
+        with open(index, encoding="utf-8") as f:
+            self.assertEqual(
+                f.read(),
+                study.index_html(data["settings"], data["rows"], data["suite"]),
+            )
+        self.assertEqual(
+            sorted(os.listdir(os.path.join(directory, "cases"))),
+            ["net-default.html", "net-no_fusion.html"],
+        )
+        for case, capture in (
+            ("net-default", self.default),
+            ("net-no_fusion", self.no_fusion),
+        ):
+            with open(os.path.join(directory, "cases", f"{case}.html")) as f:
+                self.assertEqual(f.read(), html.render_html(capture))
+
+    def test_study_without_a_study_says_so(self):
+        self.assert_error(["study", self.tmp], "no study.json")
+        self.assert_error(["study", self.save("study.json", [1])], "no study.json")
+        bad = os.path.join(self.tmp, "bad")
+        os.mkdir(bad)
+        self.save(os.path.join(bad, "study.json"), {"rows": []})
+        self.assert_error(["study", bad], "not a study")
+
+    def test_the_viewer_reads_the_schema_version_torch_writes(self):
+        self.assertEqual(store.SCHEMA_VERSION, fusion_report.SCHEMA_VERSION)
 
     # ------------------------------------------------------------ errors
 

@@ -1,16 +1,21 @@
-"""``python -m torch._inductor.fusion_report``: render and compare saved fusion reports.
+"""``python -m fusion_viewer``: render and compare saved fusion reports.
 
-Two commands, in the manner of LLVM's opt-viewer and opt-diff:
+Three commands, the first two in the manner of LLVM's opt-viewer and opt-diff:
 
 ``render IN -o OUT.html``
-    the page ``FusionCapture.save_html`` writes (:mod:`.render.html`), from a
-    saved capture (JSON) or a ``TORCH_TRACE`` directory (:mod:`.store`);
+    the page ``FusionCapture.save_html`` writes (:mod:`.html`), from a saved
+    capture (JSON) or a ``TORCH_TRACE`` directory (:mod:`.store`);
 ``diff A B [-o OUT.html]``
     which kernel boundaries appeared, disappeared or changed reason between
-    two captures, and each graph's kernel count (:mod:`.render.diff`), printed
-    as text and, with ``-o``, written as a page.
+    two captures, and each graph's kernel count (:mod:`.diff`), printed as
+    text and, with ``-o``, written as a page;
+``study DIR``
+    the pages of a fusion study (:mod:`.study`): ``DIR/index.html`` and
+    ``DIR/cases/<case>.html``, from the ``study.json`` and ``captures/`` that
+    ``benchmarks/fusion/study.py --out DIR`` wrote.
 
-A problem with the input or the output (a missing file, a file that is not a
+``python -m torch._inductor.fusion_report`` runs this command line too.  A
+problem with the input or the output (a missing file, a file that is not a
 capture, a trace without fusion artifacts, an unwritable path) is one line on
 stderr and exit status 2, without a traceback.
 """
@@ -22,8 +27,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from . import store
-from .render import diff as render_diff, html as render_html
+from . import diff as render_diff, html as render_html, store, study
 
 
 if TYPE_CHECKING:
@@ -32,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
-PROG = "python -m torch._inductor.fusion_report"
+PROG = "python -m fusion_viewer"
 EXIT_ERROR = 2
 
 
@@ -45,7 +49,8 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG,
         description=(
             "Render and compare TorchInductor fusion reports saved as JSON "
-            "(FusionCapture.to_json()) or in a TORCH_TRACE directory."
+            "(FusionCapture.to_json()) or in a TORCH_TRACE directory, and "
+            "render the pages of a fusion study."
         ),
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -77,6 +82,16 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "-o", "--output", metavar="OUT.html", help="also write the diff as a page"
     )
+    pages = commands.add_parser(
+        "study",
+        help="write the pages of a fusion study",
+        description=(
+            "Write DIR/index.html and one page per case, DIR/cases/<case>.html, "
+            "from the study.json and captures/<case>.json that "
+            "benchmarks/fusion/study.py --out DIR wrote."
+        ),
+    )
+    pages.add_argument("directory", metavar="DIR", help="a study's output directory")
     return parser
 
 
@@ -86,8 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "render":
             return _render(args.input, args.output)
+        if args.command == "study":
+            return _study(args.directory)
         return _diff(args.a, args.b, args.output)
-    except (_Fail, store.CaptureError) as e:
+    except (_Fail, store.CaptureError, study.StudyError) as e:
         print(f"{PROG.split()[-1]}: error: {e}", file=sys.stderr)
         return EXIT_ERROR
 
@@ -109,6 +126,16 @@ def _diff(a: str, b: str, output: str | None) -> int:
     if output is not None:
         _write(output, lambda: render_diff.save_html(result, output))
         print(f"wrote {output}")
+    return 0
+
+
+def _study(directory: str) -> int:
+    try:
+        pages = study.render_study(directory)
+    except OSError as e:
+        raise _Fail(f"cannot write the pages of {directory}: {e.strerror or e}") from e
+    index = os.path.join(directory, "index.html")
+    print(f"wrote {index} and {pages} case page{'s' if pages != 1 else ''}")
     return 0
 
 

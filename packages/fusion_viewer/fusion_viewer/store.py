@@ -10,7 +10,7 @@ and :func:`load` reads both:
   is read as a capture of that one graph;
 * a ``TORCH_TRACE`` directory (or one of its log files): every compiled graph
   left an ``inductor_fusion_remarks`` structured artifact there
-  (:func:`.sinks.publish`).  A trace log is a sequence of records, each a
+  (``torch._inductor.fusion_remarks.sinks.publish``).  A trace log is a sequence of records, each a
   line ``<glog prefix>] {metadata JSON}`` followed, when the record has a
   payload, by the payload's lines, each indented by one tab; the metadata's
   ``has_payload`` is the payload's MD5.  The graphs are read in file order,
@@ -19,9 +19,11 @@ and :func:`load` reads both:
   version the trace names (its ``torch_version`` artifact, or the
   ``compilation_metrics`` records, which older releases write alone).
 
-Nothing here compiles, and the public face ``fusion_report`` imports this
-module, never the reverse.  Every problem with the input is a
-:class:`CaptureError` with a one-line message meant for people.
+Nothing here compiles.  Of torch, only the reason table is read (for a
+trace's capture, which holds none); the schema version the viewer reads is
+its own :data:`SCHEMA_VERSION`, so that the viewer imports nothing of
+``fusion_report``, which imports the viewer.  Every problem with the input is
+a :class:`CaptureError` with a one-line message meant for people.
 """
 
 from __future__ import annotations
@@ -32,15 +34,26 @@ import os
 import re
 from typing import Any, TYPE_CHECKING
 
-from .sinks import SCHEMA_VERSION
-from .taxonomy import reasons_table
+from torch._inductor.fusion_remarks.taxonomy import reasons_table
 
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
 
-__all__ = ["ARTIFACT", "CaptureError", "check_capture", "load", "load_trace"]
+__all__ = [
+    "ARTIFACT",
+    "SCHEMA_VERSION",
+    "CaptureError",
+    "check_capture",
+    "load",
+    "load_trace",
+]
+
+# The newest schema version of ``FusionCapture.to_json()`` (torch's
+# ``fusion_report.SCHEMA_VERSION``) that the viewer reads; a test checks that
+# the two agree, so a new schema version comes with a viewer that reads it.
+SCHEMA_VERSION = 3
 
 # The name of the structured artifact the fork writes per graph.
 ARTIFACT = "inductor_fusion_remarks"
@@ -98,7 +111,7 @@ def check_capture(data: object, where: str = "capture") -> None:
     """Raise :class:`CaptureError` unless ``data`` has the shape of a capture.
 
     The structure the renderers and the diff rely on: a ``schema_version`` no
-    newer than this torch's, and ``graphs``, a list of objects each with a
+    newer than the viewer's, and ``graphs``, a list of objects each with a
     ``compile_id``.  (``fusion_report.validate`` checks the full JSON Schema.)
     """
     if not isinstance(data, dict):
@@ -117,8 +130,8 @@ def check_capture(data: object, where: str = "capture") -> None:
         raise CaptureError(f"{where}: bad schema_version {version!r}")
     if version > SCHEMA_VERSION:
         raise CaptureError(
-            f"{where}: schema_version {version} is newer than this torch's "
-            f"({SCHEMA_VERSION}); read it with the torch that wrote it"
+            f"{where}: schema_version {version} is newer than this viewer reads "
+            f"({SCHEMA_VERSION}); read it with the viewer of the torch that wrote it"
         )
     graphs = data["graphs"]
     if not isinstance(graphs, list):
@@ -205,7 +218,7 @@ def _payload_graph(body: object, where: str) -> dict[str, Any]:
     if isinstance(version, int) and version > SCHEMA_VERSION:
         raise CaptureError(
             f"{where}: a {ARTIFACT} payload of schema_version {version}, newer "
-            f"than this torch's ({SCHEMA_VERSION})"
+            f"than this viewer reads ({SCHEMA_VERSION})"
         )
     return body["graph"]
 

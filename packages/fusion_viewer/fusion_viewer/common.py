@@ -4,7 +4,11 @@ Escaping, byte counts, source locations (``file:line``) and their anchors in
 the annotated source, the ids of graphs and boundaries, links between graphs,
 and the summary of a Dynamo graph break: what :mod:`.html`, :mod:`.graphviz`
 and :mod:`.source` all need.  Like the renderers, these read only the report's
-JSON, every field with a default.
+JSON, every field with a default.  The ``fusion`` log's text summary in torch
+(``torch._inductor.fusion_remarks.summary``), which cannot import the viewer,
+keeps its own copy of :func:`fmt_bytes`, :func:`fmt_seconds`,
+:func:`fmt_predicted`, :func:`fmt_cost_model` and :func:`kernel_groups`; a
+test checks that the copies are the same.
 """
 
 from __future__ import annotations

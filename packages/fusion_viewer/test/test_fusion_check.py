@@ -2,12 +2,14 @@
 """The fusion check: force one boundary that a heuristic refused, and judge it.
 
 Each test compiles real functions on the CPU.  A boundary the report gives a
-``heuristic`` reason is forced through by ``fusion_check.force_fusion``; the
-forced compile's capture and generated code show whether the two ops ended up
-in one kernel, and ``check_fusible`` compares the result with eager and times
-both compiles.  Pairs that cannot be forced (the backend refuses them, a stale
-node name, a legality or lowering reason) leave ``fusible`` as it was, and with
-no check active the hooks change nothing Inductor generates.
+``heuristic`` reason is forced through by ``fusion_check.force_fusion``, which
+installs a ``ForcingChoices`` (upstream's ``InductorChoices`` extension point)
+for the one compile; the forced compile's capture and generated code show
+whether the two ops ended up in one kernel, and ``check_fusible`` compares the
+result with eager and times both compiles.  Pairs that cannot be forced (the
+backend refuses them, a stale node name, a legality or lowering reason, a
+heuristic decided outside ``InductorChoices``) leave ``fusible`` as it was,
+and the previous choices handler is back once the check ends.
 """
 
 import copy
@@ -20,15 +22,14 @@ from unittest import mock
 
 import torch
 import torch._dynamo
+from fusion_viewer import check as fusion_check
+from fusion_viewer.check import harness as fusion_check_harness
 from torch._inductor import config, fusion_report
-from torch._inductor.fusion_remarks import (
-    check as fusion_check,
-    recorder as fusion_recorder,
-)
-from torch._inductor.fusion_remarks.check import harness as fusion_check_harness
+from torch._inductor.choices import InductorChoices
 from torch._inductor.fusion_remarks.taxonomy import Category, Reason
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
+from torch._inductor.virtualized import V
 
 
 def halves(x):
@@ -181,7 +182,7 @@ class FusionCheckTest(TestCase):
         fusion_report.validate(json.loads(json.dumps(data)))
 
     def test_targets_are_taken_by_predicted_gain_then_bytes(self):
-        from torch._inductor.fusion_remarks.check.harness import _targets
+        from fusion_viewer.check.harness import _targets
 
         def boundary(name, nbytes, gain):
             return {
@@ -214,12 +215,14 @@ class FusionCheckTest(TestCase):
 
     def test_force_fusion_puts_the_pair_in_one_loop_nest(self):
         (x,) = inputs()
+        previous = V.choices
         with config.patch(force_disable_caches=True):
             stock = compiled_code(halves, (x,))
             torch._dynamo.reset()
             with fusion_check.force_fusion(
                 "0/0", ["op0"], ["op1"], "no_shared_data"
             ) as forced:
+                self.assertIsInstance(V.choices, fusion_check.ForcingChoices)
                 out, (code,) = run_and_get_code(torch.compile(halves), x)
         self.assertEqual(out, halves(x))
         # Stock: one C++ function with two loop nests; forced: one loop nest.
@@ -239,7 +242,8 @@ class FusionCheckTest(TestCase):
             },
             graph["evaluated_pairs"],
         )
-        self.assertIsNone(fusion_recorder.forcing)
+        self.assertEqual(forced.let_through, ["op0 + op1"])
+        self.assertIs(V.choices, previous)
 
     def test_max_fusion_size_is_bypassed(self):
         options = {"options": {"max_fusion_size": 1}}
@@ -391,15 +395,114 @@ class FusionCheckTest(TestCase):
         self.assertEqual([(c["producer"], c["forced"]) for c in checks], [("c", False)])
         self.assertIn("decided during lowering", checks[0]["detail"])
         self.assertIsNone(lowering["fusible"])
+        previous = V.choices
         for reason in ("dep_mismatch", "reuse_cpu_heavy_op", "no_fusion"):
             with self.assertRaisesRegex(ValueError, "cannot be forced"):
                 with fusion_check.force_fusion("0/0", ["op0"], ["op1"], reason):
                     pass
-        self.assertIsNone(fusion_recorder.forcing)
+        self.assertIs(V.choices, previous)
+
+    def test_heuristics_outside_inductor_choices_are_not_forced(self):
+        """The prologue heuristics, benchmarked fusion and the backends'
+        config flags are decided outside InductorChoices: not forced, and the
+        detail says where they are decided."""
+        self.assertIn("prologue_increases_reads", fusion_check.OUT_OF_REACH)
+        for code, where in fusion_check.OUT_OF_REACH.items():
+            self.assertIs(Reason(code).category, Category.HEURISTIC, code)
+            self.assertFalse(fusion_check.can_force(code), code)
+            self.assertIn("InductorChoices", where)
+            with self.assertRaisesRegex(ValueError, f"^{code} cannot be forced: it is"):
+                with fusion_check.force_fusion("0/0", ["op0"], ["op1"], code):
+                    pass
+        prologue = {
+            "producer": "a",
+            "consumer": "b",
+            "relation": "dependency",
+            "reason": Reason.PROLOGUE_INCREASES_READS.value,
+            "category": Category.HEURISTIC.value,
+            "fusible": None,
+            "args": {"producer_nodes": ["op0"], "consumer_nodes": ["op1"]},
+        }
+        data = {
+            "graphs": [{"compile_id": "0/0", "kernels": [], "boundaries": [prologue]}]
+        }
+        with mock.patch.object(torch, "compile", side_effect=AssertionError):
+            (check,) = fusion_check.check_fusible(halves, inputs(), data)
+        self.assertFalse(check["forced"])
+        self.assertIn("check_prologue_fusion_heuristics_fusable", check["detail"])
+        self.assertIsNone(prologue["fusible"])
 
     def test_bypasses_are_heuristics(self):
         for code in fusion_check.BYPASSES:
             self.assertIs(Reason(code).category, Category.HEURISTIC, code)
+        self.assertFalse(set(fusion_check.BYPASSES) & set(fusion_check.OUT_OF_REACH))
+
+    def test_forcing_choices_answer_for_the_forced_pair_only(self):
+        """For the forced pair every fusion hook says yes; every other pair,
+        and every other hook, gets the previous handler's answer."""
+
+        class Node:
+            def __init__(self, *names):
+                self.names = names
+
+            def get_name(self):
+                return "_".join(self.names)
+
+            def get_nodes(self):
+                return [Node(n) for n in self.names]
+
+        class Refusing(InductorChoices):
+            def __init__(self):
+                super().__init__()
+                self.asked = []
+
+            def can_fuse(self, scheduler, node1, node2, shared_data_score):
+                self.asked.append(("can_fuse", node1.get_name(), node2.get_name()))
+                return False
+
+            def can_fuse_vertical(self, scheduler, node1, node2, shared_data_score):
+                self.asked.append(("vertical", node1.get_name(), node2.get_name()))
+                return False
+
+            def can_fuse_horizontal(self, scheduler, node1, node2, shared_data_score):
+                self.asked.append(("horizontal", node1.get_name(), node2.get_name()))
+                return False
+
+            def customize_fused_kernel_name(self, fused_name, src_code):
+                return "previous's " + fused_name
+
+        previous = Refusing()
+        # outside a compile the graph label is "<no compile id>"
+        forced = fusion_check.ForcedFusion(
+            "<no compile id>",
+            frozenset({"op1"}),
+            frozenset({"op2"}),
+            Reason.NO_SHARED_DATA,
+        )
+        choices = fusion_check.ForcingChoices(forced, previous)
+        self.assertIsInstance(choices, InductorChoices)
+        fused, other = (Node("op0", "op1"), Node("op2")), (Node("op1"), Node("op3"))
+        for hook in ("can_fuse", "can_fuse_vertical", "can_fuse_horizontal"):
+            self.assertTrue(getattr(choices, hook)(None, *fused, 0), hook)
+            self.assertTrue(getattr(choices, hook)(None, *reversed(fused), 0), hook)
+            self.assertFalse(getattr(choices, hook)(None, *other, 0), hook)
+        self.assertEqual(
+            previous.asked,
+            [(hook, "op1", "op3") for hook in ("can_fuse", "vertical", "horizontal")],
+        )
+        self.assertEqual(forced.let_through, ["op0_op1 + op2", "op2 + op0_op1"])
+        self.assertEqual(choices.customize_fused_kernel_name("k", ""), "previous's k")
+        # another graph: nothing is forced
+        forced.graph = "0/0"
+        self.assertFalse(choices.can_fuse(None, *fused, 0))
+        # one forced compile at a time
+        with V.set_choices_handler(choices):
+            with self.assertRaisesRegex(RuntimeError, "does not nest"):
+                with fusion_check.force_fusion(
+                    "0/0", ["op0"], ["op1"], "no_shared_data"
+                ):
+                    pass
+            self.assertIs(V.choices, choices)
 
     def test_compare_tolerances(self):
         e = torch.ones(4)
@@ -414,8 +517,9 @@ class FusionCheckTest(TestCase):
         nan = torch.tensor([math.nan, 1.0])
         self.assertEqual(compare([nan], [nan.clone()], [nan]), (True, 0.0))
 
-    def test_hooks_are_inert_without_an_active_check(self):
+    def test_nothing_changes_without_an_active_check(self):
         (x,) = inputs()
+        previous = V.choices
         with config.patch(force_disable_caches=True):
             plain = compiled_code(halves, (x,))
             with fusion_report.capture():  # hooks installed, nothing forced
@@ -428,7 +532,7 @@ class FusionCheckTest(TestCase):
                     "0/0", ["op0"], ["op1"], "no_shared_data"
                 ):
                     raise RuntimeError
-        self.assertIsNone(fusion_recorder.forcing)
+        self.assertIs(V.choices, previous)  # restored, also after the error
         self.assertEqual(plain.count("#pragma omp for"), 2)
         self.assertEqual(captured, plain)
         self.assertEqual(other_graph, plain)

@@ -1,6 +1,13 @@
-"""The text renderer: the per-graph summary the ``fusion`` log prints.
+"""The text summary of a graph report: what the ``fusion`` log prints.
 
-Reads only a graph report's JSON (``fusion_report``'s schema).
+One paragraph per graph (``TORCH_LOGS=fusion``, ``fusion_report.summary``),
+the pairs the scheduler evaluated (``TORCH_LOGS=+fusion``), and one line per
+Dynamo graph break.  Reads only a graph report's JSON (``fusion_report``'s
+schema).  The pages, pictures and diffs are the fusion viewer's
+(``packages/fusion_viewer``), which torch does not import; the few formatters
+both need (byte counts, durations, predicted gains, kernel groups) are
+therefore kept here too, and must say the same as the viewer's
+``fusion_viewer.common``.
 """
 
 from __future__ import annotations
@@ -9,8 +16,87 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..model import GraphBreak
-from .common import fmt_cost_model, fmt_predicted, kernel_groups
+from .model import GraphBreak
+
+
+def fmt_bytes(n: object) -> str:
+    """A byte count for people (``1.5 MiB``), or "" when ``n`` is not a number."""
+    if not isinstance(n, (int, float)) or isinstance(n, bool):
+        return ""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return str(n)  # unreachable
+
+
+def fmt_seconds(s: object) -> str:
+    """A duration for people (``1.25 us``, ``3.1 ms``), or "" when ``s`` is
+    not a number."""
+    if not isinstance(s, (int, float)) or isinstance(s, bool):
+        return ""
+    for unit, scale in (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3)):
+        if abs(s) < 1000 * scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s:.3g} s"
+
+
+def fmt_predicted(predicted: object) -> str:
+    """A boundary's predicted gain in a few words (``saves 2.0 MiB and 1
+    launch: 1.3 us``), or "" when it has none."""
+    if not isinstance(predicted, dict):
+        return ""
+    parts = []
+    if predicted.get("bytes_saved"):
+        parts.append(fmt_bytes(predicted["bytes_saved"]))
+    launches = predicted.get("launches_saved") or 0
+    if launches:
+        parts.append(f"{launches} launch{'' if launches == 1 else 'es'}")
+    what = f"saves {' and '.join(parts)}" if parts else "saves nothing"
+    gain = fmt_seconds(predicted.get("gain_s"))
+    return f"{what}: {gain}" if gain and parts else what
+
+
+def fmt_cost_model(model: object) -> str:
+    """The cost model of a graph in one line."""
+    if not isinstance(model, dict):
+        return ""
+    bandwidth = model.get("bandwidth_bytes_per_s")
+    launch = model.get("launch_s")
+    if not bandwidth or launch is None:
+        return f"cost model: {model.get('source')}"
+    return (
+        f"cost model: {bandwidth / 1e9:.0f} GB/s copy bandwidth, "
+        f"{fmt_seconds(launch)} per launch ({model.get('source')})"
+    )
+
+
+def kernel_groups(graph: dict[str, Any]) -> list[dict[str, Any]]:
+    """The graph's kernels grouped by generated ``function``, in graph order.
+
+    On the CPU several kernel records (loop nests) share one generated C++
+    function; a group is that function with its records.  A kernel with no
+    ``function`` (extern, fallback) is a group of its own.  Each group is
+    ``{"function": name or None, "name": the group's display name,
+    "records": [kernel, ...]}``.
+    """
+    groups: list[dict[str, Any]] = []
+    by_function: dict[str, dict[str, Any]] = {}
+    for kernel in graph.get("kernels") or []:
+        function = kernel.get("function")
+        if function and function in by_function:
+            by_function[function]["records"].append(kernel)
+            continue
+        group = {
+            "function": function or None,
+            "name": str(function or kernel.get("name", "?")),
+            "records": [kernel],
+        }
+        groups.append(group)
+        if function:
+            by_function[function] = group
+    return groups
 
 
 def _short_source(source: str | None) -> str:

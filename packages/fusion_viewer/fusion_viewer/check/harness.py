@@ -3,7 +3,7 @@
 :func:`check_fusible` takes the costliest ``heuristic`` boundaries of a
 :func:`torch._inductor.fusion_report.capture`, and for each compiles the model
 again with the refused scheduler pair forced through
-(:func:`~torch._inductor.fusion_remarks.check.policy.force_fusion`), verifies
+(:func:`~fusion_viewer.check.policy.force_fusion`), verifies
 from a capture of the forced compile that the two ops ended up in one kernel,
 compares the forced result with eager, times the stock and the forced compile,
 and fills the boundaries' ``fusible`` and ``fusible_check``.
@@ -25,8 +25,10 @@ import torch
 import torch._logging
 from torch.utils import _pytree as pytree
 
-from ..taxonomy import Category, Reason
-from .policy import BYPASSES, can_force, force_fusion, ForcedFusion
+from torch._inductor.fusion_remarks.taxonomy import Category, Reason
+
+from .. import costs as viewer_costs
+from .policy import BYPASSES, can_force, force_fusion, ForcedFusion, why_not_forced
 
 
 if TYPE_CHECKING:
@@ -321,8 +323,8 @@ def _unforceable_detail(target: _Target) -> str:
             "(args producer_nodes/consumer_nodes) to force"
         )
     return (
-        f"{code.value} is decided during lowering (a value realized into a "
-        "buffer), not by a scheduler pair; forcing covers scheduler heuristics"
+        f"{code.value} cannot be forced: {why_not_forced(code)}; the check "
+        "forces only the heuristics of InductorChoices' fusion hooks"
     )
 
 
@@ -384,18 +386,17 @@ def _record(
 
 def _forced_detail(forced: ForcedFusion) -> str:
     parts = []
-    if forced.overturned:
-        parts.append(
-            f"forced {'; '.join(forced.overturned)} past {forced.reason.value}"
-        )
-    elif not forced.refusals:
+    overturned, refusals = forced.overturned, forced.refusals
+    if overturned:
+        parts.append(f"forced {'; '.join(overturned)} past {forced.reason.value}")
+    elif not refusals:
         parts.append(
             f"the scheduler never refused a pair of "
             f"{'+'.join(sorted(forced.producer_nodes))} and "
             f"{'+'.join(sorted(forced.consumer_nodes))} in graph {forced.graph} "
             "(stale node names, or the graph changed)"
         )
-    parts.extend(forced.refusals)
+    parts.extend(refusals)
     parts.extend(f"error while forcing: {e}" for e in forced.errors)
     return "; ".join(parts)
 
@@ -527,14 +528,19 @@ def check_fusible(
     forced compile is then timed against the stock one by ``compare``, and
     ``fusible_check`` also has its ``timing`` and ``fused_into`` (the
     generated function that holds both ops).  Targets are taken in the order
-    of their predicted gain (``predicted.gain_s``, which ``costs.price``
-    gives every published boundary), then of their bytes.
+    of their predicted gain (``predicted.gain_s``, which
+    ``torch._inductor.fusion_remarks.costs.price`` gives every published
+    boundary), then of their bytes; a report captured under
+    ``config.fusion_cost_model = "measure"`` (the default) is priced first,
+    at this device's measured cost model
+    (:func:`fusion_viewer.costs.price_measured`).
 
     Returns one dict per checked boundary: its ``fusible_check`` fields plus
     ``graph``, ``producer``, ``consumer``, ``reason``, the forced pair's nodes
     and the graph's kernel counts.  A failing check never raises: the error is
     in ``detail``.
     """
+    viewer_costs.price_measured(data)
     targets = _targets(data, max_boundaries)
     checks: list[dict[str, Any]] = []
     if not targets:

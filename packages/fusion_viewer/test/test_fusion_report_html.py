@@ -1,7 +1,7 @@
 # Owner(s): ["module: inductor"]
 """The HTML page of a fusion capture, opened in a real browser.
 
-The page (``FusionCapture.save_html``, ``fusion_remarks.render.html``) is the
+The page (``FusionCapture.save_html``, ``fusion_viewer.html``) is the
 product, so each test renders real captures and opens the page in headless
 Chromium: ``--dump-dom`` gives the DOM the browser built (an unescaped ``<`` in
 an op name or a stray tag in dot's SVG would show up as a missing or misplaced
@@ -31,12 +31,12 @@ from unittest import mock
 
 import torch
 import torch._dynamo
-from torch._inductor import fusion_report
-from torch._inductor.fusion_remarks.render import (
+from fusion_viewer import (
     common as render_common,
     graphviz as render_graphviz,
     html as render_html,
 )
+from torch._inductor import fusion_report
 from torch._inductor.test_case import run_tests, TestCase
 
 
