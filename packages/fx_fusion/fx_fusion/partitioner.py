@@ -6,7 +6,7 @@ fusible values it reads, then a sibling group through a shared input, else it
 starts a group of its own.  Each join attempt is planned by
 :func:`.join.plan_join` (the merged iteration space) and checked for cycles
 here, with extra ordering edges around mutations.  The algorithm and what it
-guarantees are described in the package docstring (``torch._inductor.fx_fusion``).
+guarantees are described in the package docstring (``fx_fusion``).
 """
 
 from __future__ import annotations

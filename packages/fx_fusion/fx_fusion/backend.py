@@ -1,10 +1,12 @@
 """The entry points of the FX fusion arm: the torch.compile backend and make_fx.
 
-``torch.compile(model, backend="fx_fusion")`` (``torch/_dynamo/backends/fx_fusion.py``)
-calls :func:`make_backend`: AOTAutograd traces the model into aten-level
-forward and backward graphs with :func:`decomposition_table`, and
-:func:`~.rewrite.fuse` fuses each.  :func:`compile_module` does the same for
-inference with ``make_fx``.
+``torch.compile(model, backend="fx_fusion")`` finds :func:`fx_fusion` through
+the ``torch_dynamo_backends`` entry point this package declares (Dynamo loads
+it on the first lookup of the name), and :func:`fx_fusion` calls
+:func:`make_backend`: AOTAutograd traces the model into aten-level forward and
+backward graphs with :func:`decomposition_table`, and :func:`~.rewrite.fuse`
+fuses each.  :func:`compile_module` does the same for inference with
+``make_fx``.
 """
 
 from __future__ import annotations
@@ -141,6 +143,26 @@ def make_backend(**options: Any) -> Callable[..., Any]:
         )(gm, example_inputs)
 
     return backend
+
+
+def fx_fusion(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    *,
+    options: dict[str, Any] | None = None,
+    mode: str | None = None,
+    **kwargs: Any,
+) -> Any:
+    """The ``fx_fusion`` Dynamo backend, as the entry point registers it.
+
+    ``torch.compile(..., backend="fx_fusion", options={...})`` hands its
+    ``options`` (and ``mode``) to the backend as keywords; the options go to
+    :func:`~.rewrite.fuse` (for example ``{"single_op_kernels": True}``), and
+    ``mode`` is accepted and ignored, since the pass has a single mode.
+    """
+    opts = dict(options or {})
+    opts.update(kwargs)
+    return make_backend(**opts)(gm, example_inputs)
 
 
 _compile_counter = 0

@@ -8,17 +8,17 @@ mutation, and an OpInfo sweep of the ops it fuses against eager.
 """
 
 import copy
-import os
 import sys
 import unittest
+from pathlib import Path
 
+import fx_fusion
 import torch
 import torch._dynamo
+from fx_fusion import codegen
+from fx_fusion.ir import Level
 from torch._inductor import fusion_report
 from torch._inductor.fusion_remarks import analysis as fusion_analysis
-from torch._inductor import fx_fusion
-from torch._inductor.fx_fusion import codegen
-from torch._inductor.fx_fusion.ir import Level
 from torch._inductor.test_case import run_tests, TestCase
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.testing._internal.common_device_type import (
@@ -30,7 +30,9 @@ from torch.testing._internal.inductor_utils import HAS_CUDA_AND_TRITON
 from torch.testing._internal.logging_utils import LoggingTestCase, make_logging_test
 
 
-BENCHMARKS = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "fusion")
+# The benchmark models of the repository this package lives in
+# (packages/fx_fusion/test/ is three levels below its root).
+BENCHMARKS = str(Path(__file__).resolve().parents[3] / "benchmarks" / "fusion")
 
 
 def sin_plus_cos(x):
@@ -543,7 +545,7 @@ class TestFxFusionCuda(FxFusionTestCase):
 
     def test_default_model_set_matches_eager(self):
         sys.path.insert(0, BENCHMARKS)
-        from measure import matches
+        from harness import matches
         from models import build, compile_config, MODELS
 
         for name in MODELS:

@@ -1,14 +1,15 @@
 """The FX fusion arm: operator fusion written with torch.fx alone.
 
-``torch.compile(model, backend="fx_fusion")`` (``torch/_dynamo/backends/fx_fusion.py``)
-traces the model with AOTAutograd into aten-level forward and backward graphs,
-and this pass fuses each graph: :func:`partition` groups fusible ops,
+``torch.compile(model, backend="fx_fusion")`` (:func:`.backend.fx_fusion`,
+registered through this package's ``torch_dynamo_backends`` entry point)
+traces the model with AOTAutograd into aten-level forward and backward
+graphs, and this pass fuses each graph: :func:`partition` groups fusible ops,
 :func:`fuse` replaces every group by one call of a kernel generated from a
-:class:`~torch._inductor.fx_fusion.ir.KernelSpec` (C++ on the CPU, Triton
-on CUDA, by ``codegen.compile_kernel``), and everything else
-runs as the eager aten ops it was.  Inductor's lowering and scheduler are not
-used, so the two fusion strategies can be compared (both publish the same
-fusion report, see ``docs/source/torch.compiler_fusion_remarks.md``).
+:class:`~fx_fusion.ir.KernelSpec` (C++ on the CPU, Triton on CUDA, by
+``codegen.compile_kernel``), and everything else runs as the eager aten ops
+it was.  Inductor's lowering and scheduler are not used, so the two fusion
+strategies can be compared (both publish the same fusion report, see the
+fork's ``docs/source/torch.compiler_fusion_remarks.md``).
 
 **What fuses.** Elementwise ops with broadcasting (the ops of
 ``ir.UNARY_OPS``/``BINARY_OPS``, ``where``, ``clamp``,
@@ -81,6 +82,8 @@ fusion-remarks code only through ``report``):
   :class:`Partition`, a lowered node);
 * ``plan``: a group as a KernelSpec and how to call it
   (:func:`build_kernel_plan`);
+* ``triton_support``: what the generated Triton kernels import at run time
+  (libdevice, or its stand-ins under Triton's interpreter);
 * ``codegen_common``, ``codegen_cpp``, ``codegen_triton`` and ``codegen``:
   the code generators (``codegen.compile_kernel``);
 * ``runtime``: the runners (:func:`reference_runner`) and
@@ -93,8 +96,14 @@ fusion-remarks code only through ``report``):
 * ``partitioner``: the greedy partition (:func:`partition_graph`,
   :func:`partition`);
 * ``rewrite``: the fused graph (:func:`fuse`);
-* ``backend``: the torch.compile backend (:func:`make_backend`, with
-  :func:`decomposition_table`) and :func:`compile_module`.
+* ``backend``: the torch.compile backend (:func:`~.backend.fx_fusion`, the
+  target of the ``torch_dynamo_backends`` entry point, and
+  :func:`make_backend`, with :func:`decomposition_table`) and
+  :func:`compile_module`.
+
+No module imports this package's ``__init__`` (the public names below), and
+``test/test_fx_fusion_imports.py`` checks that no import, inside functions
+included, goes up this list.
 """
 
 from .backend import compile_module, decomposition_table, make_backend

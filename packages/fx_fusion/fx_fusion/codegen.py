@@ -1,6 +1,6 @@
 """Code generation for the FX fusion arm: a :class:`~.ir.KernelSpec` to a kernel.
 
-The FX fusion arm (``torch._inductor.fx_fusion``) is an operator-fusion pass
+The FX fusion arm (the ``fx_fusion`` package) is an operator-fusion pass
 of its own, written with torch.fx alone, so that what it fuses can be
 compared with what Inductor fuses.  To keep that comparison honest it also
 has its own code generation: :func:`compile_kernel` turns a spec into
@@ -56,12 +56,8 @@ import torch
 from . import codegen_cpp, codegen_triton
 from .codegen_common import _Analysis, _lock, counters
 from .codegen_cpp import _cpp_runner, _CppGenerator
-from .codegen_triton import (
-    _triton_runner,
-    _TritonGenerator,
-    MAX_TRITON_REDUCE_NUMEL,
-    triton_libdevice,
-)
+from .codegen_triton import _triton_runner, _TritonGenerator, MAX_TRITON_REDUCE_NUMEL
+from .triton_support import triton_libdevice
 
 
 if TYPE_CHECKING:

@@ -11,19 +11,17 @@ unfused).  Float sums accumulate in float32 (tree order).
 
 Under ``TRITON_INTERPRET=1`` (set before triton is imported) the kernels run
 on CPU tensors through Triton's interpreter, with numpy stand-ins for the
-libdevice functions they call (:func:`triton_libdevice`).
+libdevice functions they call (:func:`.triton_support.triton_libdevice`).
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib.util
 import math
-import os
 import sys
 import types
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -42,10 +40,11 @@ from .codegen_common import (
     counters,
 )
 from .ir import compute_dtype, Level, REDUCTIONS
+from .triton_support import triton_interpreting
 
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
 
 # The largest reduce space a Triton kernel holds in one block.
@@ -69,7 +68,7 @@ _TRITON_PRELUDE = """
 import triton
 import triton.language as tl
 
-from torch._inductor.fx_fusion.codegen_triton import triton_libdevice
+from fx_fusion.triton_support import triton_libdevice
 
 
 libdevice = triton_libdevice()
@@ -488,63 +487,6 @@ class _TritonGenerator:
         return "\n".join(lines) + "\n"
 
 
-def _np_elementwise(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """A numpy stand-in for a libdevice function under the Triton interpreter."""
-
-    def call(*args: Any) -> Any:
-        import numpy as np
-        import triton.language as tl
-        from triton.runtime.interpreter import TensorHandle
-
-        datas = [arg.handle.data for arg in args]
-        with np.errstate(all="ignore"):
-            data = np.asarray(fn(*datas), dtype=datas[0].dtype)
-        dtype = args[0].dtype
-        if any(arg.type.is_block() for arg in args):
-            ty = tl.block_type(dtype, list(data.shape))
-        else:
-            ty = dtype
-        return tl.tensor(TensorHandle(np.ascontiguousarray(data), dtype), ty)
-
-    return call
-
-
-def _interpreting() -> bool:
-    # TRITON_INTERPRET is Triton's variable: read as Triton reads it (which
-    # takes "true" and "on" too), not by the fork's switch parser.
-    try:
-        from triton import knobs
-    except ImportError:
-        return os.environ.get("TRITON_INTERPRET", "0") == "1"
-    return bool(knobs.runtime.interpret)
-
-
-@functools.cache
-def triton_libdevice() -> Any:
-    """The ``libdevice`` the generated Triton kernels call.
-
-    Triton's interpreter (``TRITON_INTERPRET=1``) cannot run libdevice
-    functions, so there the few the kernels use (``expm1``, ``log1p``,
-    ``tan``, ``tanh``, ``atan2``, ``pow``, ``nearbyint``) are numpy
-    stand-ins; on a GPU this is ``triton.language.extra.libdevice``.
-    """
-    if not _interpreting():
-        from triton.language.extra import libdevice
-
-        return libdevice
-    import numpy as np
-
-    return types.SimpleNamespace(
-        expm1=_np_elementwise(np.expm1),
-        log1p=_np_elementwise(np.log1p),
-        tan=_np_elementwise(np.tan),
-        tanh=_np_elementwise(np.tanh),
-        atan2=_np_elementwise(np.arctan2),
-        pow=_np_elementwise(np.power),
-        nearbyint=_np_elementwise(np.rint),
-    )
-
-
 # ---------------------------------------------------------------------------
 # Loading and the runner
 
@@ -564,7 +506,7 @@ def _load_triton(source: str) -> types.ModuleType:
         directory.mkdir(parents=True, exist_ok=True)
         _atomic_write(path, source)
         counters["triton_source_write"] += 1
-    name = f"torch._inductor.fx_fusion._triton_{key[:20]}"
+    name = f"fx_fusion_triton_{key[:20]}"
     module_spec = importlib.util.spec_from_file_location(name, path)
     assert module_spec is not None and module_spec.loader is not None
     module = importlib.util.module_from_spec(module_spec)
@@ -576,7 +518,7 @@ def _load_triton(source: str) -> types.ModuleType:
 
 def _triton_runner(analysis: _Analysis, device: str) -> _Runner:
     if device == "triton":
-        default = torch.device("cpu" if _interpreting() else "cuda")
+        default = torch.device("cpu" if triton_interpreting() else "cuda")
     else:
         default = torch.device(device)
     generator = _TritonGenerator(analysis)
