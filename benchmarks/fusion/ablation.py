@@ -31,8 +31,8 @@ the timed steps (GPU), and whether the result equals eager.  One process per
 model; arms in a fixed order.
 
     python benchmarks/fusion/ablation.py --device cuda --shapes full \\
-        --train resnet18,bert --json benchmarks/results/ablation_h100.json
-    python benchmarks/fusion/ablation.py --plot benchmarks/results/ablation_h100.json
+        --train resnet18,bert --json benchmarks/results/ablation/ablation_rounds_h100.json
+    python benchmarks/fusion/ablation.py --plot benchmarks/results/ablation/ablation_rounds_h100.json
 
 Leave one out (``--arms eager,leave_one_out``): ``default-OPTION`` is
 ``default`` with the one option OPTION set as ``fusion_only`` holds it, one
@@ -49,10 +49,8 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -222,7 +220,7 @@ def _run_arms(
     passed as ``options`` so the arms live side by side), checked against
     eager, and on a GPU captured whole into a CUDA graph; then all arms are
     timed in ``rounds`` interleaved rounds of ``repeats // rounds`` steps
-    (timings under ``gpu_lock`` when given, see ``measure.exclusive_device``).
+    (timings under ``gpu_lock`` when given, see ``harness.exclusive_device``).
     Measures per arm:
 
     * ``wall``: the step between CUDA events (``perf_counter`` on the CPU),
@@ -237,30 +235,31 @@ def _run_arms(
       "reduce-overhead"`` sets), Inductor's own CUDA graphs: the check of
       the whole-step capture where the arm allows the option;
     * ``gpu_kernel`` (GPU): the summed kernel durations of a step in a
-      profiler trace (``measure.kernel_time_rounds``), taken after all
+      profiler trace (``harness.kernel_time_rounds``), taken after all
       timing, since a profiler session slows the launches after it.
     """
     import torch
     import torch._functorch.config
     import torch._inductor.metrics
-    from measure import (
+    from harness import (
+        build_model,
         capture_step,
+        first_call,
         interleaved_rounds,
         kernel_time_rounds,
         matches,
+        model_step,
         spread_summary,
         step_timer,
     )
-    from models import build, compile_config, for_training, loss_of
+    from models import compile_config
 
     time_steps = step_timer(device)
     gpu = device == "cuda"
     rounds = rounds or (GPU_ROUNDS if gpu else 2)
     per_round = max(1, repeats // rounds)
     torch._dynamo.reset()
-    model, inputs = build(name, device, shapes)
-    if train:
-        inputs = for_training(model, inputs)
+    model, inputs = build_model(name, device, shapes, train)
     with torch.no_grad():
         expected = model(*inputs)
 
@@ -275,32 +274,17 @@ def _run_arms(
             if cudagraphs:
                 options["triton.cudagraphs"] = True
             fn = torch.compile(model, options=options or None)
+        return model_step(fn, model, inputs, train, mark_cudagraph_step=cudagraphs)
 
-        def step(fn=fn):
-            if cudagraphs:
-                torch.compiler.cudagraph_mark_step_begin()
-            if train:
-                model.zero_grad(set_to_none=True)
-                out = fn(*inputs)
-                loss_of(out).backward()
-                return out
-            with torch.no_grad():
-                return fn(*inputs)
-
-        return step
-
-    def first_call(arm: str, step):
+    def compile_and_check(arm: str, step):
         """Compile (forward and backward) and check the result against eager:
         ``(compile seconds, kernels generated, (matches, max |diff|))``."""
         kernels = torch._inductor.metrics.generated_kernel_count
         # AOTAutograd reads its config while compiling (the first call).
         _, functorch = split_switches(arm_switches(arm))
         with compile_config(name), torch._functorch.config.patch(functorch):
-            start = time.perf_counter()
-            out = step()
-            if gpu:
-                torch.cuda.synchronize()
-        compile_s = time.perf_counter() - start if arm != "eager" else 0.0
+            out, seconds = first_call(step, device)
+        compile_s = seconds if arm != "eager" else 0.0
         kernels = torch._inductor.metrics.generated_kernel_count - kernels
         return compile_s, kernels, matches(out.detach() if train else out, expected)
 
@@ -312,7 +296,7 @@ def _run_arms(
     graph_steps: dict[str, Any] = {}
     for arm in arms:
         step = make_step(arm)
-        compile_s, kernels, (same, max_diff) = first_call(arm, step)
+        compile_s, kernels, (same, max_diff) = compile_and_check(arm, step)
         wall_steps[arm] = step
         row = rows[arm] = {
             "model": name,
@@ -346,7 +330,7 @@ def _run_arms(
             graph_steps[f"{arm}/cuda_graph"] = replay
         if arm in INDUCTOR_CUDAGRAPH_ARMS:
             step = make_step(arm, cudagraphs=True)
-            compile_s, _, (same, _) = first_call(arm, step)
+            compile_s, _, (same, _) = compile_and_check(arm, step)
             row["inductor_cudagraphs_compile_s"] = round(compile_s, 2)
             row["inductor_cudagraphs_matches_eager"] = same
             graph_steps[f"{arm}/inductor_cudagraphs"] = step
@@ -401,7 +385,7 @@ def _run_arms(
 
 
 def _write(path, device, shapes, repeats, rows, failures) -> None:
-    from measure import provenance
+    from harness import provenance
 
     result = {
         **provenance(device),
@@ -487,12 +471,9 @@ def main() -> int:
     cases = [(n, "inference") for n in names] + [
         (n, "training") for n in names if n in train
     ]
-    env = dict(
-        os.environ,
-        TORCHINDUCTOR_FX_GRAPH_CACHE="0",
-        TORCHINDUCTOR_AUTOGRAD_CACHE="0",
-        HF_HUB_OFFLINE="1",
-    )
+    from harness import child_env
+
+    env = child_env()
     if args.jobs > 1 and not args.gpu_lock:
         raise SystemExit("--jobs N needs --gpu-lock FILE: timings must not overlap")
 

@@ -20,9 +20,9 @@ a call's time is its host path (guards, wrappers, the kernel launch): the
 median over rounds of back-to-back calls, the arms interleaved.
 
     python benchmarks/fusion/bandwidth.py --device cuda \\
-        --json benchmarks/results/bandwidth_h100.json
+        --json benchmarks/results/ablation/bandwidth_h100.json
     python benchmarks/fusion/bandwidth.py --device cpu --host-path \
-        --arms eager,default,fx_fusion --json benchmarks/results/host_path_cpu.json
+        --arms eager,default,fx_fusion --json benchmarks/results/ablation/host_path_cpu.json
 """
 
 from __future__ import annotations
@@ -59,25 +59,6 @@ def module_of(name: str) -> Any:
     }[name]()
 
 
-def timer(device: str):
-    """A function giving the median seconds of one call of ``fn``."""
-    if device == "cuda":
-        import triton.testing
-
-        return lambda fn: triton.testing.do_bench(fn, return_mode="median") / 1e3
-
-    def median_s(fn) -> float:
-        fn()
-        times = []
-        for _ in range(20):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        return statistics.median(times)
-
-    return median_s
-
-
 def tensor_bytes(value: Any) -> int:
     import torch
 
@@ -92,7 +73,9 @@ def copy_bandwidth(device: str, nbytes: int) -> float:
 
     src = torch.empty(nbytes // 4, device=device)
     dst = torch.empty_like(src)
-    return 2 * nbytes / timer(device)(lambda: dst.copy_(src))
+    from harness import call_timer
+
+    return 2 * nbytes / call_timer(device)(lambda: dst.copy_(src))
 
 
 def run(
@@ -101,10 +84,10 @@ def run(
     import torch
     import torch._functorch.config
     from ablation import arm_switches, BACKENDS, split_switches
-    from measure import exclusive_device, matches, provenance
+    from harness import call_timer, exclusive_device, first_call, matches, provenance
 
     dtype = getattr(torch, dtype_name)
-    median_s = timer(device)
+    median_s = call_timer(device)
     rows = []
     largest = 0
     for name, (gpu_shape, cpu_shape) in CASES.items():
@@ -130,11 +113,7 @@ def run(
                 torch._inductor.config.patch(inductor),
                 torch._functorch.config.patch(functorch),
             ):
-                start = time.perf_counter()
-                out = fn(x)
-                if device == "cuda":
-                    torch.cuda.synchronize()
-                compile_s = time.perf_counter() - start
+                out, compile_s = first_call(lambda fn=fn, x=x: fn(x), device)
                 same, diff = matches(out, expected)
                 with exclusive_device(gpu_lock):
                     seconds = median_s(lambda fn=fn, x=x: fn(x))
@@ -208,7 +187,7 @@ def host_path(
     import torch
     import torch._functorch.config
     from ablation import arm_switches, BACKENDS, split_switches
-    from measure import provenance
+    from harness import provenance
 
     x = torch.randn(8, device=device)
     fns = {}

@@ -7,7 +7,7 @@ library kernels, and the boundaries each left by reason.  The step-time
 comparison is ``ablation.py``'s; this says where the kernels come from.
 
     python benchmarks/fusion/fx_compare.py --device cpu --shapes full \\
-        --json benchmarks/results/fx_compare_cpu.json
+        --json benchmarks/results/fx_fusion/fx_compare_cpu.json
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ a restructuring of the instrumentation can show that nothing was lost::
     python tools/fork.py run -- python benchmarks/fusion/golden_boundaries.py \\
         record --out /tmp/after.json
     python benchmarks/fusion/golden_boundaries.py compare /tmp/before.json \\
-        /tmp/after.json --explain benchmarks/results/golden_explained.json
+        /tmp/after.json --explain benchmarks/results/remarks/golden_explained.json
 
 ``--explain`` names a JSON file ``{difference key: why the new reason is the
 right one}``; ``compare`` exits 1 while any difference is unexplained.
@@ -190,15 +190,14 @@ def record_models(
     steps: list[str], only: list[str] | None = None, pages: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     import torch
-    from models import build, compile_config, for_training, MODELS
+    from harness import build_model
+    from models import compile_config, MODELS
 
     out: dict[str, Any] = {}
     for name in only or MODELS:
         for step in steps:
-            model, inputs = build(name, "cpu", "ci")
             train = step == "training"
-            if train:
-                inputs = for_training(model, inputs)
+            model, inputs = build_model(name, "cpu", "ci", train)
             start = time.perf_counter()
             with compile_config(name), torch.set_grad_enabled(train):
                 case = f"{name}-{step}"

@@ -83,7 +83,7 @@ HOOKS = {
         "evaluate_pair",
         "evaluate_speedup",
         "checked",
-        "heuristic_applies",
+        "begin_realize_rule",
         "begin_fusion",
         "generating",
         "kernel_defined",
@@ -167,7 +167,10 @@ def hook_cost(model: str, device: str) -> dict[str, object]:
             None, None, None, decide
         ),
         "checked": lambda: fusion_hooks.checked(True, None, None, code, "c"),
-        "heuristic_applies": lambda: fusion_hooks.heuristic_applies(code),
+        "begin_realize_rule": lambda: (
+            fusion_hooks.begin_realize_rule(code),
+            fusion_hooks.end_realize_rule(),
+        ),
         "begin_fusion": lambda: fusion_hooks.begin_fusion(Node()),
         "generating": lambda: fusion_hooks.generating(None),
         "kernel_defined": lambda: fusion_hooks.kernel_defined("k", ()),
@@ -196,17 +199,14 @@ def hook_cost(model: str, device: str) -> dict[str, object]:
 
 
 def measure(model: str, device: str, arm: str) -> dict[str, float]:
+    sys.path.insert(0, str(HERE))
+    from harness import child_env
+
     with tempfile.TemporaryDirectory(prefix="overhead-cache-") as cache:
         # A capture turns the FX graph and AOTAutograd caches off (it must
         # see every compile); turn them off in every arm, so that all arms do
         # the same work (no cache keys computed, no entries written).
-        env = dict(
-            os.environ,
-            TORCHINDUCTOR_CACHE_DIR=cache,
-            TORCHINDUCTOR_FX_GRAPH_CACHE="0",
-            TORCHINDUCTOR_AUTOGRAD_CACHE="0",
-            HF_HUB_OFFLINE="1",
-        )
+        env = child_env(TORCHINDUCTOR_CACHE_DIR=cache)
         env.pop("TORCH_LOGS", None)
         if arm == "stock":
             env["FUSION_FORK_DISABLE"] = "1"  # the .pth of `make develop`

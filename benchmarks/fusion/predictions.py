@@ -3,9 +3,10 @@
 Per case (model, inference or training step, ``default`` mode), in a process
 of its own:
 
-1. compile under ``fusion_report.capture()``: every boundary is priced by the
-   fork (``fusion_remarks.costs``); here it is priced again at a cost model
-   measured at full size (``costs.measure_cost_model``);
+1. compile under ``fusion_report.capture()``: every boundary carries its
+   bytes and launches (``fusion_remarks.costs``; the compile times no
+   device); here it is priced at a cost model measured at full size
+   (``fusion_viewer.costs.measure_cost_model``);
 2. **hotness**: the profiler's kernel times of the compiled step, as a whole
    step replayed from a CUDA graph and launched from the stream, joined to
    the report's kernels by generated function name (``costs.annotate``);
@@ -22,9 +23,9 @@ The parent runs the cases side by side (``--jobs``; timings one at a time
 under ``--gpu-lock``), then computes the **calibration**: Spearman's rank
 correlation between predicted and measured gain over every forced, correct
 and timed boundary, and writes ``NAME.json`` (field ``spearman``), ``NAME.md``
-and the scatter plot ``NAME.png``.  ``--plot NAME.json`` writes the last two
-again from a results file.  On the CPU (tests) the timer is the check's
-default and there are no CUDA graphs.
+and the scatter plot ``NAME.png`` (``predictions_report.py``).  ``--plot
+NAME.json`` writes the last two again from a results file.  On the CPU
+(tests) the timer is the check's default and there are no CUDA graphs.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ import argparse
 import concurrent.futures
 import json
 import math
-import os
 import statistics
 import subprocess
 import sys
@@ -45,6 +45,8 @@ from collections.abc import Callable
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
+
+from predictions_report import fmt_us, write_outputs  # noqa: E402
 
 
 # ---------------------------------------------------------------------------
@@ -62,13 +64,13 @@ class GraphKernelTimer:
         self.per_round = per_round
 
     def prepare(self, step: Callable[[], Any]) -> dict[str, Any]:
-        from measure import capture_step
+        from harness import capture_step
 
         replay, _, why = capture_step(step)
         return {"run": replay or step, "cuda_graph": replay is not None, "why": why}
 
     def compare(self, stock: dict[str, Any], forced: dict[str, Any]) -> dict[str, Any]:
-        from measure import kernel_time_rounds
+        from harness import kernel_time_rounds
 
         arms = {"stock": stock["run"], "forced": forced["run"]}
         prof = kernel_time_rounds(
@@ -286,30 +288,21 @@ def run_case(
     cost_model: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     import torch
-    from measure import capture_step, exclusive_device, kernel_time_rounds
-    from models import build, compile_config, for_training, loss_of, spec_of
+    from harness import (
+        build_model,
+        capture_step,
+        exclusive_device,
+        kernel_time_rounds,
+        model_step,
+    )
+    from models import compile_config, spec_of
     from verdict import measure_verdict
 
     from torch._inductor import fusion_report
-    from torch._inductor.fusion_remarks import check as fusion_check, costs
+    from fusion_viewer import check as fusion_check, costs
 
     train = step == "training"
-    model, inputs = build(name, device, shapes)
-    if train:
-        inputs = for_training(model, inputs)
-
-    def make_step(fn: Any) -> Callable[[], Any]:
-        def run() -> Any:
-            if train:
-                model.zero_grad(set_to_none=True)
-                out = fn(*inputs)
-                loss_of(out).backward()
-                return out
-            with torch.no_grad():
-                return fn(*inputs)
-
-        return run
-
+    model, inputs = build_model(name, device, shapes, train)
     row: dict[str, Any] = {
         "case": f"{name}-{step}",
         "model": name,
@@ -317,11 +310,11 @@ def run_case(
         "family": spec_of(name).family,
     }
     with compile_config(name):
-        eager_step = make_step(model)
+        eager_step = model_step(model, model, inputs, train)
         eager_step()
         torch._dynamo.reset()
         compiled = torch.compile(model)
-        compiled_step = make_step(compiled)
+        compiled_step = model_step(compiled, model, inputs, train)
         with fusion_report.capture() as rep:
             compiled_step()
         data = rep.to_json()
@@ -363,7 +356,7 @@ def run_case(
         def recompile(config: dict[str, Any]) -> Callable[[], Any]:
             # Options make a backend of their own: Dynamo does not hand this
             # compile the stock one's cache entry.
-            alt = make_step(torch.compile(model, options=config))
+            alt = model_step(torch.compile(model, options=config), model, inputs, train)
             alt()
             return alt
 
@@ -403,7 +396,7 @@ def run_cost_model(device: str) -> Any:
     varied 750-2900 GB/s and the launch 1-10 us between cases of one H100 run.
     On a GPU, the launch is the GPU's own cost of one more kernel in a CUDA
     graph (the gains are measured as GPU time of CUDA graph replays)."""
-    from torch._inductor.fusion_remarks import costs
+    from fusion_viewer import costs
 
     return costs.measure_cost_model(device, in_cuda_graph=device == "cuda", repeats=9)
 
@@ -513,151 +506,6 @@ def summarize(cases: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, An
     }
 
 
-def _us(s: Any) -> str:
-    return "" if s is None else f"{s * 1e6:.1f}"
-
-
-def markdown(result: dict[str, Any]) -> str:
-    rho = result.get("spearman")
-    lines = [
-        "# Predicted against measured gain of missed fusions",
-        "",
-        f"Device: {result.get('device')}; torch {result.get('torch')}; fork "
-        f"{result.get('fork')}; shapes {result.get('shapes')}; top {result.get('top')} "
-        "predicted heuristic boundaries forced per case.",
-        "",
-        f"**Spearman's rho over {len(result['points'])} boundaries: "
-        + ("n/a" if rho is None else f"{rho:.2f}")
-        + "** (goal >= 0.7); outside the noise only: "
-        + (
-            "n/a"
-            if result.get("spearman_outside_noise") is None
-            else f"{result['spearman_outside_noise']:.2f}"
-        )
-        + f" over {sum(abs(p['measured_s']) > p['noise_s'] for p in result['points'])}; "
-        "on the changed kernels only (local gain): "
-        + (
-            "n/a"
-            if result.get("spearman_local") is None
-            else f"{result['spearman_local']:.2f}"
-        )
-        + "."
-        + "".join(
-            f" {name}: "
-            + ("n/a" if v["spearman"] is None else f"{v['spearman']:.2f}")
-            + f" over {v['n']};"
-            for name, v in (result.get("spearman_by_set") or {}).items()
-        ),
-        "",
-        "Measured gain: stock minus forced GPU kernel time per step, CUDA graph "
-        "replays, median of the per-round differences (noise: their "
-        "interquartile range); local gain: the same on the kernels whose "
-        "launches differ between the two compiles.",
-        "",
-        "## Whole-model verdicts",
-        "",
-    ]
-    for case in result["cases"]:
-        if case.get("verdict"):
-            lines.append(f"- **{case['case']}**: {case['verdict']['line']}")
-    lines += [
-        "",
-        "## Checked boundaries",
-        "",
-        "| case | boundary | reason | predicted us (bytes, launches) | measured us "
-        "(noise) | local us | legal, correct | why apart |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    by_key = {(p["case"], p.get("graph"), p["boundary"]): p for p in result["points"]}
-    for case in result["cases"]:
-        for c in case.get("checks", []):
-            b = f"{c['producer']} -> {c['consumer']}"
-            p = by_key.get((case["case"], c.get("graph"), b))
-            t = c.get("timing") or {}
-            pred = (
-                f"{_us(c.get('predicted_s'))} ({c.get('bytes_saved')}, "
-                f"{c.get('launches_saved')})"
-            )
-            meas = (
-                f"{_us(t.get('gain_s'))} ({_us(t.get('noise_s'))})"
-                if t
-                # a '|' (max |forced - eager|) would end the table cell
-                else (c.get("detail") or "")[:80].replace("|", "\\|")
-            )
-            legal = (
-                f"{'forced' if c.get('forced') else 'not forced'}, {c.get('correct')}"
-            )
-            lines.append(
-                f"| {case['case']} | `{b}` | {c['reason']} | {pred} | {meas} "
-                f"| {_us(t.get('local_gain_s'))} | {legal} "
-                f"| {p['why'] if p else ''} |"
-            )
-    lines += ["", "## Hotness: measured kernel time joined to the report", ""]
-    lines.append("| case | kernel time us | joined to report kernels | hottest |")
-    lines.append("|---|---|---|---|")
-    for case in result["cases"]:
-        h = case.get("hotness") or {}
-        if h.get("total_s") is None:
-            continue
-        top = h["top"][0] if h.get("top") else {}
-        lines.append(
-            f"| {case['case']} | {_us(h['total_s'])} | {h['joined_share']:.0%} | "
-            f"`{top.get('name', '')[:60]}` {_us(top.get('s'))} us |"
-        )
-    lines.append("")
-    return "\n".join(lines)
-
-
-def plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    points = result["points"]
-    fig, ax = plt.subplots(figsize=(7, 5))
-    models = sorted({p["case"] for p in points})
-    cmap = plt.get_cmap("tab20")
-    for i, case in enumerate(models):
-        mine = [p for p in points if p["case"] == case]
-        for resolved in (True, False):
-            sel = [p for p in mine if (abs(p["measured_s"]) > p["noise_s"]) == resolved]
-            if not sel:
-                continue
-            ax.scatter(
-                [p["predicted_s"] * 1e6 for p in sel],
-                [p["measured_s"] * 1e6 for p in sel],
-                label=case if resolved else None,
-                marker="s" if mine[0].get("set") == "calibration" else "o",
-                color=cmap(i % 20),
-                facecolors=None if resolved else "none",
-                edgecolors=cmap(i % 20),
-            )
-    ax.axhline(0, color="grey", lw=0.5)
-    ax.set_xscale("symlog", linthresh=1)
-    ax.set_yscale("symlog", linthresh=1)
-    ax.set_xlabel("predicted gain per step (us)")
-    ax.set_ylabel("measured gain per step (us, GPU kernel time)")
-    rho = result.get("spearman")
-    ax.set_title(
-        "Forced fusions: predicted vs measured"
-        + ("" if rho is None else f" (Spearman {rho:.2f}, n={len(points)})")
-        + "\nhollow: inside the noise between rounds; squares: calibration sweep",
-        fontsize=9,
-    )
-    ax.legend(fontsize=6, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def write_outputs(result: dict[str, Any], json_path: Path) -> None:
-    json_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
-    json_path.with_suffix(".md").write_text(markdown(result))
-    if result["points"]:
-        plot(result, json_path.with_suffix(".png"))
-
-
 def replot(paths: list[Path], out: Path) -> int:
     """The outputs again from results files, merged (the cases of several
     device runs of one fork revision)."""
@@ -729,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"--json {out}: cannot write there: {e}") from None
     if args.jobs > 1 and not args.gpu_lock:
         raise SystemExit("--jobs N needs --gpu-lock FILE: timings must not overlap")
-    from measure import provenance
+    from harness import child_env, provenance
     from models import CALIBRATION, MODELS
 
     # "calibration" names the calibration set (models.CALIBRATION)
@@ -756,11 +604,7 @@ def main(argv: list[str] | None = None) -> int:
         (n, "training") for n in names if n in train
     ]
     model_cost = run_cost_model(device)
-    env = dict(
-        os.environ,
-        TORCHINDUCTOR_FX_GRAPH_CACHE="0",
-        TORCHINDUCTOR_AUTOGRAD_CACHE="0",
-        HF_HUB_OFFLINE="1",
+    env = child_env(
         # the compiles price their boundaries at the same model
         TORCHINDUCTOR_FUSION_COST_MODEL=f"{model_cost.bandwidth_bytes_per_s / 1e9:.6g},"
         f"{model_cost.launch_s * 1e6:.6g}",
@@ -801,8 +645,8 @@ def main(argv: list[str] | None = None) -> int:
                 write_outputs(result, Path(args.json))
     for p in result.get("points", []):
         print(
-            f"{p['case']:28} {p['boundary'][:40]:40} predicted {_us(p['predicted_s']):>8} "
-            f"measured {_us(p['measured_s']):>8} +- {_us(p['noise_s'])}"
+            f"{p['case']:28} {p['boundary'][:40]:40} predicted {fmt_us(p['predicted_s']):>8} "
+            f"measured {fmt_us(p['measured_s']):>8} +- {fmt_us(p['noise_s'])}"
         )
     print(f"spearman {result.get('spearman')} over {len(result.get('points', []))}")
     return 1 if failures else 0

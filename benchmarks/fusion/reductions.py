@@ -24,7 +24,7 @@ seconds of the first call (the compile), a hash of the generated code
 only by noise), and for ``one_pass`` the reason code of each of its remarks.
 
     python benchmarks/fusion/reductions.py --device cuda --ops softmax \\
-        --dtypes bfloat16 --json benchmarks/results/reductions_h100.json --plot
+        --dtypes bfloat16 --json benchmarks/results/one_pass/reductions_h100.json --plot
 """
 
 from __future__ import annotations
@@ -145,39 +145,24 @@ def step_of(fn: Callable[..., Any], inputs: list[Any], backward: bool) -> Any:
     return step
 
 
-def median_seconds(
-    device: str, fn: Callable[[], Any], cuda_graph: bool = False
-) -> float:
-    """Median seconds of ``fn`` (``bandwidth.timer``); with ``cuda_graph``
-    its calls are replayed from a CUDA graph
-    (``triton.testing.do_bench_cudagraph``), so that the host time of an
-    autograd step does not hide its kernels."""
-    if device == "cuda" and cuda_graph:
-        import triton.testing
-
-        return triton.testing.do_bench_cudagraph(fn, return_mode="median") / 1e3
-    from bandwidth import timer
-
-    return timer(device)(fn)
-
-
 def softmax_baselines(shape: tuple[int, ...]) -> tuple[Any, Any, float, float, str]:
-    """The baselines of the hand-written probes (``reductions_hand_loops.py``,
-    ``reductions_split_rows.py``): a bfloat16 input of ``shape`` on CUDA, its
+    """The baselines of the hand-written probes (``probes/reductions_hand_loops.py``,
+    ``probes/reductions_split_rows.py``): a bfloat16 input of ``shape`` on CUDA, its
     float32 softmax, and the us of a copy and of Inductor's softmax (static
     shapes, a fresh compile) as CUDA graph replays, with the generated code."""
     import torch
+    from harness import median_call_s
     from torch._inductor import config
     from torch._inductor.utils import run_and_get_code
 
     x = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 4
     ref = torch.softmax(x.float(), -1)
-    copy_us = median_seconds("cuda", x.clone, cuda_graph=True) * 1e6
+    copy_us = median_call_s("cuda", x.clone, cuda_graph=True) * 1e6
     torch._dynamo.reset()
     with config.patch(fx_graph_cache=False):
         compiled = torch.compile(lambda t: torch.softmax(t, -1), dynamic=False)
         _, (code,) = run_and_get_code(compiled, x)
-        default_us = median_seconds("cuda", lambda: compiled(x), cuda_graph=True) * 1e6
+        default_us = median_call_s("cuda", lambda: compiled(x), cuda_graph=True) * 1e6
     return x, ref, copy_us, default_us, code
 
 
@@ -200,7 +185,7 @@ def run_case(
     gpu_lock: str | None = None,
 ) -> dict[str, Any]:
     import torch
-    from measure import exclusive_device
+    from harness import exclusive_device, median_call_s
     from torch._inductor import fusion_report
     from torch._inductor.utils import run_and_get_code
 
@@ -212,7 +197,7 @@ def run_case(
     expected = step_of(fn, reference_inputs, backward)()
     x = inputs[0]
     with exclusive_device(gpu_lock):
-        copy_s = median_seconds(device, lambda: x.clone(), cuda_graph)
+        copy_s = median_call_s(device, lambda: x.clone(), cuda_graph)
     copy_bw = 2 * x.numel() * x.element_size() / copy_s
     nbytes = least_bytes(op, rows, row, x.element_size(), backward)
     case: dict[str, Any] = {
@@ -245,7 +230,7 @@ def run_case(
                 if codes:
                     entry["code_sha"] = code_sha(codes)
                 with exclusive_device(gpu_lock):
-                    seconds = median_seconds(device, step, cuda_graph)
+                    seconds = median_call_s(device, step, cuda_graph)
             entry["s"] = seconds
             entry["fraction_of_copy"] = (nbytes / seconds) / copy_bw
             entry["max_abs_diff"] = float((out.float() - expected.float()).abs().max())
@@ -269,7 +254,7 @@ def run_case(
 
 
 def sweep(args: argparse.Namespace) -> dict[str, Any]:
-    from measure import provenance
+    from harness import provenance
 
     cases = []
     deadline = time.monotonic() + args.deadline_s if args.deadline_s else None

@@ -11,7 +11,7 @@ arms interleaved round by round, every step replayed from a CUDA graph
 (30-120% between rounds on the device machine) hides a few percent.
 
     python benchmarks/fusion/reductions_models.py --models gpt2_lm,llama_lm,t5_lm,bert \\
-        --rounds 5 --json benchmarks/results/reductions_models_h100.json
+        --rounds 5 --json benchmarks/results/one_pass/reductions_models_h100.json
 
 Writes per model and arm the median step time over rounds, its spread, the
 loss (or output) difference between the arms and the pass's remarks.
@@ -145,7 +145,7 @@ def run_model(
     kernels: bool = False,
 ) -> dict[str, Any]:
     import torch
-    import triton.testing
+    from harness import median_call_s
     from torch._inductor import fusion_report
 
     torch.manual_seed(0)
@@ -195,7 +195,7 @@ def run_model(
     result["max_abs_diff"] = (outputs["on"] - outputs["off"]).abs().max().item()
     for _ in range(rounds):
         for arm in ARMS:
-            ms = triton.testing.do_bench_cudagraph(steps[arm], return_mode="median")
+            ms = median_call_s(device, steps[arm], cuda_graph=True) * 1e3
             result["arms"][arm]["ms"].append(ms)
     for arm in ARMS:
         times = result["arms"][arm]["ms"]
@@ -207,7 +207,7 @@ def run_model(
     )
     if kernels:
         # After the timing: a profiler session slows the launches after it.
-        from measure import kernel_time_rounds
+        from harness import kernel_time_rounds
 
         profiled = kernel_time_rounds(steps, rounds=3, per_round=2, top=1000)
         for arm in ARMS:

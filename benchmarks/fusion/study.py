@@ -52,13 +52,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from study_index import (
+from fusion_viewer.study import (
     fmt_fusible,
     fmt_launches,
     fmt_mb,
     fmt_ms,
-    index_html,
     top_reasons,
+    write_pages,
 )
 
 
@@ -114,25 +114,6 @@ def shard(cases: list[Case], spec: str | None) -> list[Case]:
 # One case, in a child process
 
 
-def compile_kwargs(mode: str, autotune_convs: bool) -> dict[str, Any]:
-    """``torch.compile`` arguments for a mode: max-autotune tunes GEMMs, and
-    convolutions only if asked (autotuning every convolution of a CNN takes
-    minutes per model on a GPU).
-
-    ``torch.compile`` refuses a ``mode`` together with ``options``, so a mode
-    with extra options is passed as the mode's own options plus ours.
-    """
-    if mode == "default":
-        return {}
-    if "max-autotune" in mode and not autotune_convs:
-        import torch._inductor
-
-        options = dict(torch._inductor.list_mode_options(mode))
-        options["max_autotune_conv_backends"] = "ATEN"
-        return {"options": options}
-    return {"mode": mode}
-
-
 def run_case(
     case: Case,
     device: str,
@@ -145,13 +126,18 @@ def run_case(
 ) -> dict[str, Any]:
     """Compile, capture, time and check one case; the row of the study."""
     import torch
-    from measure import (
+    from harness import (
+        build_model,
+        compile_kwargs,
         exclusive_device,
+        first_call,
         launches_per_step,
         matches,
         median_step_s,
+        model_step,
     )
-    from models import build, compile_config, for_training, loss_of, MODELS
+    from fusion_viewer import costs as viewer_costs
+    from models import compile_config, MODELS
 
     from torch._inductor import fusion_report
 
@@ -159,34 +145,20 @@ def run_case(
     row: dict[str, Any] = {"case": case.id, **dataclasses.asdict(case)}
     row["family"] = spec.family
     train = case.step == "training"
-    model, inputs = build(case.model, device, shapes)
-    if train:
-        inputs = for_training(model, inputs)
-
-    def make_step(fn: Any) -> Any:
-        def step() -> Any:
-            if train:
-                model.zero_grad(set_to_none=True)
-                out = fn(*inputs)
-                loss_of(out).backward()
-                return out
-            with torch.no_grad():
-                return fn(*inputs)
-
-        return step
-
-    eager_step = make_step(model)
+    model, inputs = build_model(case.model, device, shapes, train)
+    eager_step = model_step(model, model, inputs, train)
     expected = eager_step()
     torch._dynamo.reset()
     compiled = torch.compile(model, **compile_kwargs(case.mode, autotune_convs))
-    compiled_step = make_step(compiled)
+    compiled_step = model_step(compiled, model, inputs, train)
     with fusion_report.capture() as rep, compile_config(case.model):
-        start = time.perf_counter()
-        actual = compiled_step()
-        if device == "cuda":
-            torch.cuda.synchronize()
-        row["compile_s"] = round(time.perf_counter() - start, 2)
+        actual, compile_s = first_call(compiled_step, device)
+        row["compile_s"] = round(compile_s, 2)
     data = rep.to_json()
+    with exclusive_device(gpu_lock):
+        # The compile timed no device ("measure", the default): measured here,
+        # once per process, and the capture priced from it.
+        viewer_costs.price_measured(data)
     row.update(summarize(data))
     same, diff = matches(
         actual.detach() if isinstance(actual, torch.Tensor) else actual, expected
@@ -224,7 +196,9 @@ def _check_fusible(
     autotune_convs: bool,
 ) -> dict[str, Any]:
     """Force up to ``limit`` heuristic boundaries (the costliest first)."""
-    from torch._inductor.fusion_remarks import check as fusion_check
+    from harness import compile_kwargs
+
+    from fusion_viewer import check as fusion_check
 
     checked = fusion_check.check_fusible(
         model,
@@ -271,8 +245,8 @@ def summarize(data: dict[str, Any]) -> dict[str, Any]:
     for brk in breaks:
         count(brk.get("reason", "graph_break"), brk.get("category", "legality"))
     computing = [op for g in graphs for op in g["ops"] if op["computes"]]
+    from fusion_viewer.common import kernel_groups
     from torch._inductor.fusion_remarks.analysis import coverage_violations
-    from torch._inductor.fusion_remarks.render.common import kernel_groups
 
     # kernels as the output code has them: one per generated function (a C++
     # function holding several loop nests counts once) and one per extern call
@@ -369,14 +343,10 @@ class Progress:
 
 
 def run_study(args: argparse.Namespace, cases: list[Case], out: Path) -> list[dict]:
+    from harness import child_env
     from models import MODELS
 
-    env = dict(
-        os.environ,
-        TORCHINDUCTOR_FX_GRAPH_CACHE="0",
-        TORCHINDUCTOR_AUTOGRAD_CACHE="0",
-        HF_HUB_OFFLINE="1",
-    )
+    env = child_env()
     rows = []
     progress = Progress(len(cases))
     for done, case in enumerate(cases):
@@ -590,23 +560,14 @@ def markdown(settings: dict[str, Any], rows: list[dict], suite: dict) -> str:
 def write_outputs(
     out: Path, settings: dict[str, Any], rows: list[dict], pages: bool = True
 ) -> dict[str, Any]:
-    """study.json, summary.md, index.html and (``pages``) one page per case."""
+    """study.json, summary.md, and the fusion viewer's index.html and
+    (``pages``) one page per case (``python -m fusion_viewer study``)."""
     out.mkdir(parents=True, exist_ok=True)
     suite = suite_tables(rows)
     study = {"settings": settings, "rows": rows, "suite": suite}
     (out / "study.json").write_text(json.dumps(study, indent=1, default=str) + "\n")
     (out / "summary.md").write_text(markdown(settings, rows, suite))
-    (out / "index.html").write_text(index_html(settings, rows, suite))
-    if pages:
-        from torch._inductor.fusion_remarks.render import html as render_html
-
-        (out / "cases").mkdir(exist_ok=True)
-        for r in rows:
-            capture = out / "captures" / f"{r['case']}.json"
-            if r.get("status") == "ok" and capture.exists():
-                render_html.save_html(
-                    json.loads(capture.read_text()), out / "cases" / f"{r['case']}.html"
-                )
+    write_pages(out, settings, rows, suite, case_pages=pages)
     return study
 
 
@@ -734,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=0,
         metavar="N",
-        help="force up to N heuristic boundaries per case (see torch._inductor.fusion_remarks.check)",
+        help="force up to N heuristic boundaries per case (see fusion_viewer.check)",
     )
     parser.add_argument(
         "--autotune-convs",

@@ -35,10 +35,10 @@ _CPP_DEF = re.compile(r"^(cpp_fused_\w+) = async_compile\.cpp_pybinding", re.M)
 def check(name: str, device: str) -> dict[str, Any]:
     import torch
     import torch._dynamo
+    from fusion_viewer import html as render_html
+    from fusion_viewer.common import kernel_groups
     from models import build, compile_config
     from torch._inductor import fusion_report
-    from torch._inductor.fusion_remarks.render import html as render_html
-    from torch._inductor.fusion_remarks.render.common import kernel_groups
     from torch._inductor.utils import run_and_get_code
 
     torch._dynamo.reset()

@@ -211,7 +211,7 @@ def measure_verdict(
     suspect that applies (:func:`suspects_for`), interleaved with eager.
     """
     import torch
-    from measure import (
+    from harness import (
         exclusive_device,
         interleaved_rounds,
         kernel_time_rounds,

@@ -658,7 +658,7 @@ RULES: tuple[Rule, ...] = (
          why="Triton only: config.triton.nested_reduction (on by default in "
              "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
              "the pipeline's producer runs on another stream or memory pool; no program found yet (none of the 21 candidates of "
-             "benchmarks/fusion/nested_reduction_probe.py fired it on the H100)"),
+             "benchmarks/fusion/probes/nested_reduction_probe.py fired it on the H100)"),
     Rule("sub_parent_epilogue_planning_failed", rms_norm_half_sums,
          lambda: randn((64, 1024)), cpu=False, cuda=True, where="evaluated_pair", releases=since("2.15.0"),
          patch={"triton.nested_reduction": True},
@@ -674,28 +674,28 @@ RULES: tuple[Rule, ...] = (
          why="Triton only: config.triton.nested_reduction (on by default in "
              "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
              "a consumer only partly in the reduction's sub-parent epilogue; no program found yet (none of the 21 candidates of "
-             "benchmarks/fusion/nested_reduction_probe.py fired it on the H100)"),
+             "benchmarks/fusion/probes/nested_reduction_probe.py fired it on the H100)"),
     Rule("sub_parent_epilogue_invalid", cpu=False, releases=since("2.15.0"),
          patch={"triton.nested_reduction": True},
          counterfactual={"triton.nested_reduction": False},
          why="Triton only: config.triton.nested_reduction (on by default in "
              "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
              "the SIMD backend rejects a sub-parent epilogue; no program found yet (none of the 21 candidates of "
-             "benchmarks/fusion/nested_reduction_probe.py fired it on the H100)"),
+             "benchmarks/fusion/probes/nested_reduction_probe.py fired it on the H100)"),
     Rule("staged_dependency_unproven", cpu=False, releases=since("2.15.0"),
          patch={"triton.nested_reduction": True},
          counterfactual={"triton.nested_reduction": False},
          why="Triton only: config.triton.nested_reduction (on by default in "
              "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
              "a staged plan whose cross-stage reads are not proved; no program found yet (none of the 21 candidates of "
-             "benchmarks/fusion/nested_reduction_probe.py fired it on the H100)"),
+             "benchmarks/fusion/probes/nested_reduction_probe.py fired it on the H100)"),
     Rule("staged_reduction_plan_lost", cpu=False, releases=since("2.15.0"),
          patch={"triton.nested_reduction": True},
          counterfactual={"triton.nested_reduction": False},
          why="Triton only: config.triton.nested_reduction (on by default in "
              "2.15.0) plans nested and staged reductions for the SIMD scheduling: "
              "a fusion that would lose a staged reduction's plan; no program found yet (none of the 21 candidates of "
-             "benchmarks/fusion/nested_reduction_probe.py fired it on the H100)"),
+             "benchmarks/fusion/probes/nested_reduction_probe.py fired it on the H100)"),
     Rule("benchmark_slower", cpu=False,
          patch={"benchmark_fusion": True}, counterfactual={"benchmark_fusion": False},
          why="GPU only: config.benchmark_fusion benchmarks Triton kernels"),
@@ -742,7 +742,7 @@ UNTESTED: dict[str, str] = {
     "one_pass_row_at_copy_speed": "GPU only: Triton reductions; test_one_pass_reductions.py TestCuda",
     "one_pass_row_read_once": "GPU only: Triton reductions; test_one_pass_reductions.py TestCuda",
     "one_pass_dynamic_row": "GPU only: Triton reductions; test_one_pass_reductions.py TestCuda",
-    "one_pass_rows_not_contiguous": "GPU only, and no program found yet: softmax over dim 0, or along a transposed dim, on CUDA gave no kernel of two phases that the pass decides (daa2c8a, reverted); the rule is tested by TestDecision in test_one_pass_reductions.py",
+    "one_pass_rows_not_contiguous": "GPU only, and no program found yet: softmax over dim 0, or along a transposed dim, on CUDA gave no kernel of two phases that the pass decides (daa2c8a, reverted); the rule is tested by TestDecision in test_one_pass_reductions_decision.py",
     # Rules of 2.14.1 only (taxonomy.RELEASES); the GPU machine has 2.11.0.
     "reuse_inline_asm": "GPU only, 2.14.1 only: inline_asm_elementwise generates Triton inline assembly",
     "strict_sum_order": "GPU only, 2.14.1 only: config.numerics='strict' marks a sum strict only for Triton on CUDA",

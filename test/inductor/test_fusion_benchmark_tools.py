@@ -1,8 +1,10 @@
 # Owner(s): ["module: inductor"]
 """The benchmark tools around the fusion reports: the GPU lock that lets
-processes compile side by side but time one at a time, the bandwidth
-benchmark, the side-by-side reports of Inductor and the FX fusion arm, and
-the compile-time cost of the launch-bound combo pass's grouping.
+processes compile side by side but time one at a time, the harness's model
+step, the bandwidth benchmark, the side-by-side reports of Inductor and the
+FX fusion arm, the compile-time cost of the launch-bound combo pass's
+grouping, and the layout of the benchmarks and their results (every result
+indexed, every probe stating its question).
 Real compiles on the CPU; the GPU runs are in benchmarks/results/."""
 
 import json
@@ -25,7 +27,9 @@ from torch.testing._internal.common_cuda import TEST_CUDA
 
 REPO = Path(__file__).resolve().parents[2]
 BENCHMARKS = REPO / "benchmarks" / "fusion"
+PROBES = BENCHMARKS / "probes"
 sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(PROBES))
 
 import ablation  # noqa: E402
 import ablation_report  # noqa: E402
@@ -35,12 +39,16 @@ import fx_compare  # noqa: E402
 import golden_boundaries  # noqa: E402
 import rank_classes  # noqa: E402
 import torch  # noqa: E402
-from measure import (  # noqa: E402
+from harness import (  # noqa: E402
+    build_model,
     capture_step,
+    child_env,
     exclusive_device,
+    first_call,
     interleaved_rounds,
     kernel_profile,
     kernel_time_rounds,
+    model_step,
     spread_summary,
 )
 
@@ -182,6 +190,81 @@ class TestTrainingStep(TestCase):
                 self.assertTrue(any(g is not None for g in grads))
 
 
+class TestHarnessStep(TestCase):
+    def test_inference_step_records_no_graph(self):
+        model, inputs = build_model("sin_cos", "cpu", "ci", train=False)
+        out, seconds = first_call(model_step(model, model, inputs, False), "cpu")
+        self.assertFalse(out.requires_grad)
+        self.assertGreaterEqual(seconds, 0.0)
+
+    def test_training_step_clears_then_fills_the_gradients(self):
+        model, inputs = build_model("layer_norm_gelu", "cpu", "ci", train=True)
+        step = model_step(model, model, inputs, True)
+        step()
+        first = [p.grad.clone() for p in model.parameters()]
+        step()
+        # zero_grad(set_to_none=True) before each step: the gradients of one
+        # step, not the sum of two
+        for a, b in zip(first, (p.grad for p in model.parameters())):
+            self.assertEqual(a, b)
+
+    def test_child_env_turns_the_compile_caches_off(self):
+        env = child_env(EXTRA="1")
+        self.assertEqual(env["TORCHINDUCTOR_FX_GRAPH_CACHE"], "0")
+        self.assertEqual(env["TORCHINDUCTOR_AUTOGRAD_CACHE"], "0")
+        self.assertEqual(env["EXTRA"], "1")
+
+
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def _index_entries(index: Path) -> list[str]:
+    """The files an ``INDEX.md`` names: the first cell of each table row."""
+    entries = []
+    for line in index.read_text().splitlines():
+        cells = line.split(" | ")
+        if line.startswith("| `") and cells[0].endswith("`"):
+            entries.append(cells[0][len("| `") : -1])
+    return entries
+
+
+class TestBenchmarkLayout(TestCase):
+    def test_every_result_is_named_in_its_folders_index(self):
+        loose = [p.name for p in RESULTS.iterdir() if p.is_file()]
+        self.assertEqual(loose, [], "results belong in a feature folder")
+        for folder in sorted(p for p in RESULTS.iterdir() if p.is_dir()):
+            with self.subTest(folder=folder.name):
+                index = folder / "INDEX.md"
+                self.assertTrue(index.is_file(), f"{folder} has no INDEX.md")
+                named = _index_entries(index)
+                files = sorted(
+                    str(p.relative_to(folder))
+                    for p in folder.rglob("*")
+                    if p.is_file() and p != index
+                )
+                self.assertEqual(sorted(set(files) - set(named)), [], "not indexed")
+                self.assertEqual(
+                    sorted(set(named) - set(files)), [], "indexed, but no such file"
+                )
+                self.assertEqual(len(named), len(set(named)), "named twice")
+
+    def test_every_probe_states_its_question_first(self):
+        for probe in sorted((BENCHMARKS / "probes").glob("*.py")):
+            with self.subTest(probe=probe.name):
+                first = probe.read_text().split("\n", 1)[0]
+                self.assertTrue(first.startswith('"""'), first)
+                self.assertIn("?", first)
+
+    def test_readme_names_every_script(self):
+        readme = (BENCHMARKS / "README.md").read_text()
+        scripts = [
+            *(p.name for p in BENCHMARKS.glob("*.py")),
+            *(f"probes/{p.name}" for p in (BENCHMARKS / "probes").glob("*.py")),
+            *(f"gpu/{p.name}" for p in (BENCHMARKS / "gpu").glob("*.sh")),
+        ]
+        self.assertEqual([s for s in scripts if f"`{s}`" not in readme], [])
+
+
 class TestRankClasses(TestCase):
     def test_ranking_covers_every_candidate_boundary_of_a_real_study(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -257,7 +340,7 @@ class TestComboGroupingCost(TestCase):
             result = subprocess.run(
                 [
                     sys.executable,
-                    str(BENCHMARKS / "combo_grouping_cost.py"),
+                    str(PROBES / "combo_grouping_cost.py"),
                     *("--models", "llama_small", "--repeats", "1", "--json", str(out)),
                 ],
                 capture_output=True,
@@ -280,7 +363,7 @@ class TestComboGroupingCost(TestCase):
             result = subprocess.run(
                 [
                     sys.executable,
-                    str(BENCHMARKS / "combo_grouping_cost.py"),
+                    str(PROBES / "combo_grouping_cost.py"),
                     *("--models", "llama_small", "--json", str(blocker / "x.json")),
                 ],
                 capture_output=True,

@@ -2,14 +2,11 @@
 """The fork's environment switches (torch/_inductor/fusion_switches.py): one
 parser, checked when ``torch._inductor.config`` is imported."""
 
-import importlib.util
 import os
 import pathlib
 import subprocess
 import sys
 import tempfile
-import unittest
-from unittest import mock
 
 import torch._inductor.config as config
 from torch._inductor import fusion_switches
@@ -153,17 +150,6 @@ class TestParser(TestCase):
         )
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout.strip(), "[]")
-
-    @unittest.skipUnless(importlib.util.find_spec("triton"), "needs triton")
-    def test_triton_interpret_is_read_as_triton_reads_it(self):
-        # TRITON_INTERPRET is Triton's own variable, not one of the fork's
-        # switches: the FX fusion arm must agree with Triton on every spelling
-        from torch._inductor.fx_fusion.codegen_triton import _interpreting
-
-        for value, expected in (("1", True), ("true", True), ("0", False), ("", False)):
-            with self.subTest(value=value):
-                with mock.patch.dict(os.environ, {"TRITON_INTERPRET": value}):
-                    self.assertIs(_interpreting(), expected)
 
 
 class TestConfigImport(TestCase):

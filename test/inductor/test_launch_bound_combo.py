@@ -390,7 +390,7 @@ class TestLaunchBoundComboCuda(TestCase):
 
     def test_default_model_set_matches_eager(self):
         sys.path.insert(0, BENCHMARKS)
-        from measure import matches
+        from harness import matches
         from models import build, compile_config, MODELS
 
         combined = 0

@@ -1,0 +1,142 @@
+#!/bin/sh
+# The fork's GPU checks on a release carried to the GPU machine by
+# tools/gpu_env.py (its parts sent and staged first; see the README's GPU
+# section), each STAGE inside one 10-minute device command:
+#
+#   sh benchmarks/fusion/gpu/release_checks.sh RELEASE STAGE      # writes $OUT
+#
+# STAGE:
+#   tests      every CUDA test class (pytest-xdist, WORKERS processes) and the
+#              remark coverage of the default model set in default mode (full
+#              shapes) and max-autotune-no-cudagraphs (AUTOTUNE_SHAPES, CI
+#              shapes unless set; four processes), side by side; with BEFORE=DIR (a
+#              copy of files of an earlier tree, paths as in the repository)
+#              the tests named by BEFORE_K also run on the tree with those
+#              files, to show a failure the current tree fixes
+#   benchmarks side by side, timing one at a time under one lock: the one-pass
+#              pass against eager and the release's default on the headline
+#              shapes (bf16 and fp16; softmax, log-softmax, cross-entropy,
+#              layer and RMS norm; rows of 4096, 32768, 50257 and 128256,
+#              2^27 elements a case), CUDA-graph replays (reductions.py); and
+#              the launch-bound combo pass on the default model set, arms
+#              interleaved round by round, CUDA-graph step times and profiler
+#              kernel time (ablation.py); COMBO=0 leaves the model set out
+set -u
+release=$1
+stage=$2
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TORCHINDUCTOR_COMPILE_THREADS=${THREADS:-2}
+# the carried release: unpack (a no-op once done) and put it first
+python3 tools/gpu_env.py unpack "$release" >"$OUT/unpack.txt" 2>&1 || {
+    cat "$OUT/unpack.txt"
+    exit 1
+}
+export "$(tail -n 1 "$OUT/unpack.txt")"
+# the machine's torchaudio (built for its own torch's CUDA) refuses a carried
+# torch of another CUDA, and transformers imports it: a virtualenv of the
+# machine's packages without it comes first on PATH
+python3 tools/gpu_env.py hide torchaudio >"$OUT/hide.txt" 2>&1 || {
+    cat "$OUT/hide.txt"
+    exit 1
+}
+export "$(tail -n 1 "$OUT/hide.txt")"
+# Triton 3.9 resolves its ptxas-blackwell on Hopper too: a part packed with an
+# older --shrink lacks it, and the Hopper ptxas serves
+ptxas=$(python3 -c "import triton, os; print(os.path.join(os.path.dirname(triton.__file__), 'backends/nvidia/bin'))" 2>/dev/null)
+if [ -n "$ptxas" ] && [ ! -e "$ptxas/ptxas-blackwell" ]; then
+    export TRITON_PTXAS_BLACKWELL_PATH="$ptxas/ptxas"
+fi
+python3 tools/fork.py run -- python3 -c "
+import torch, triton, sys
+print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda,
+      'cudnn', torch.backends.cudnn.version(), 'nccl', torch.cuda.nccl.version(),
+      torch.cuda.get_device_name(), 'python', sys.version.split()[0], torch.version.fork)
+" >"$OUT/versions.txt" 2>&1 || {
+    cat "$OUT/versions.txt"
+    exit 1
+}
+cat "$OUT/versions.txt"
+deadline=${DEADLINE_S:-540}
+# The device tool brings back at most 8 files: everything under OUT leaves
+# as one archive, STAGE.tgz.
+bundle() {
+    tar czf "/tmp/$stage.tgz" -C "$OUT" . && find "$OUT" -mindepth 1 -delete &&
+        mv "/tmp/$stage.tgz" "$OUT/$stage.tgz"
+}
+# the default model set (benchmarks/fusion/models.py MODELS)
+models=${MODELS:-resnet18,mobilenet_v3_small,vit_small,convnext_tiny,bert,gpt2,t5_small,llama_small,gru,sin_cos,softmax,layer_norm_gelu,two_axis_reductions}
+case "$stage" in
+tests)
+    if [ -n "${BEFORE:-}" ]; then
+        rm -rf /tmp/before && mkdir -p /tmp/before && cp -r . /tmp/before/
+        cp -r "$BEFORE"/. /tmp/before/
+        (cd /tmp/before && timeout "$deadline" python3 tools/fork.py \
+            run -- python3 -m pytest -v -p no:cacheprovider test/inductor/test_launch_bound_combo.py \
+            -k "${BEFORE_K:-Cuda}" >"$OUT/before.log" 2>&1) &
+    fi
+    # Every CUDA-only class; a test's own skip says why where it needs more.
+    timeout "$deadline" python3 tools/fork.py run -- python3 -m pytest -v -p no:cacheprovider \
+        -n "${WORKERS:-6}" --dist load \
+        test/inductor/test_fusion_ablation.py test/inductor/test_fusion_benchmark_tools.py \
+        test/inductor/test_fusion_predictions.py test/inductor/test_fusion_verdict.py test/inductor/test_fusion_remarks.py \
+        packages/fx_fusion/test/test_fx_fusion.py packages/fx_fusion/test/test_fx_fusion_codegen.py \
+        test/inductor/test_launch_bound_combo.py test/inductor/test_one_pass_reductions.py \
+        test/inductor/test_one_pass_reductions_correctness.py \
+        -k "GPU or Cuda or cuda or OpInfo or Properties" >"$OUT/tests.log" 2>&1 &
+    timeout "$deadline" python3 tools/fork.py run -- python3 benchmarks/fusion/coverage.py \
+        --device cuda --modes default --shapes "${SHAPES:-full}" --models "$models" \
+        --json "$OUT/coverage_default.json" >"$OUT/coverage_default.log" 2>&1 &
+    # max-autotune-no-cudagraphs: convolutions against ATen only (whole-CNN
+    # autotuning takes minutes a model), in four processes (convnext_tiny and
+    # bert, the longest, in one of their own)
+    mkdir -p "$OUT/autotune"
+    set -- $(echo "$models" | tr , ' ')
+    shard=0
+    for part in "$(echo "$@" | cut -d' ' -f1-3)" "$(echo "$@" | cut -d' ' -f4-5)" "$(echo "$@" | cut -d' ' -f6-8)" "$(echo "$@" | cut -d' ' -f9-)"; do
+        [ -n "$part" ] || continue
+        shard=$((shard + 1))
+        TORCHINDUCTOR_MAX_AUTOTUNE_CONV_BACKENDS=ATEN timeout "$deadline" python3 tools/fork.py run -- \
+            python3 benchmarks/fusion/coverage.py --device cuda --modes max-autotune-no-cudagraphs \
+            --shapes "${AUTOTUNE_SHAPES:-ci}" --models "$(echo "$part" | tr ' ' ,)" \
+            --json "$OUT/autotune/part$shard.json" >"$OUT/autotune/part$shard.log" 2>&1 &
+    done
+    wait
+    tail -n 2 "$OUT/before.log" 2>/dev/null
+    grep -E "FAILED|ERROR" "$OUT/tests.log" | head -n 20
+    tail -n 1 "$OUT/tests.log"
+    tail -n 14 "$OUT/coverage_default.log"
+    for log in "$OUT"/autotune/*.log; do grep -E "max-autotune" "$log" | grep -v "^{"; done
+    bundle
+    ;;
+benchmarks)
+    # One sweep process per op and the model set side by side: they compile
+    # in parallel and time one at a time under one lock.
+    lock=/tmp/release_checks_gpu.lock
+    mkdir -p "$OUT/reductions"
+    for op in $(echo "${OPS:-softmax,log_softmax,cross_entropy,layer_norm,rms_norm}" | tr , ' '); do
+        timeout "$deadline" python3 tools/fork.py run -- python3 benchmarks/fusion/reductions.py \
+            --device cuda --cuda-graph --arms "${ARMS:-eager,default,one_pass}" --ops "$op" \
+            --dtypes "${DTYPES:-bfloat16,float16}" --rows "${ROWS:-4096,32768,50257,128256}" \
+            --total "${TOTAL:-134217728}" --pass forward --deadline-s $((deadline - 60)) \
+            --gpu-lock "$lock" --json "$OUT/reductions/$op.json" >"$OUT/reductions/$op.log" 2>&1 &
+    done
+    if [ "${COMBO:-1}" != 0 ]; then
+        timeout "$deadline" python3 tools/fork.py run -- python3 benchmarks/fusion/ablation.py \
+            --device cuda --shapes full --models "$models" --train "${TRAIN:-resnet18,bert}" \
+            --arms "${COMBO_ARMS:-default,launch_bound_combo}" --jobs "${JOBS:-3}" \
+            --repeats "${REPEATS:-200}" --gpu-lock "$lock" \
+            --json "$OUT/combo_models.json" >"$OUT/combo_models.log" 2>&1 &
+    fi
+    wait
+    python3 tools/fork.py run -- python3 benchmarks/fusion/reductions.py \
+        --merge "$OUT"/reductions/*.json --json "$OUT/reductions.json" >/dev/null 2>&1
+    grep -h " us" "$OUT"/reductions/*.log | cut -c1-160 | head -n 45
+    tail -n 22 "$OUT/combo_models.log" 2>/dev/null | cut -c1-200
+    bundle
+    ;;
+*)
+    echo "error: unknown stage $stage (tests, benchmarks)" >&2
+    exit 2
+    ;;
+esac
