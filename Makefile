@@ -28,11 +28,17 @@ develop: $(STAMP)
 
 # A machine-wide pip constraints file (one that caps torch, say) does not
 # apply: PIP_CONSTRAINT names the project's own, which adds nothing.
-$(STAMP): $(REQUIREMENTS) requirements/common.txt requirements/constraints.txt
+# The packages of this repository that live outside torch/ (the viewer, the FX
+# fusion backend), installed editable so the checkout is what runs.
+PACKAGES := packages/fusion_viewer packages/fx_fusion
+
+$(STAMP): $(REQUIREMENTS) requirements/common.txt requirements/constraints.txt $(PACKAGES:%=%/pyproject.toml)
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.10+ or pass PYTHON=..."; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	PIP_CONSTRAINT=$(CURDIR)/requirements/constraints.txt \
 	  $(PY) -m pip install --quiet --disable-pip-version-check -r $(REQUIREMENTS)
+	PIP_CONSTRAINT=$(CURDIR)/requirements/constraints.txt \
+	  $(PY) -m pip install --quiet --disable-pip-version-check --no-deps $(PACKAGES:%=-e %)
 	@touch $@
 
 build: $(STAMP)
@@ -62,7 +68,7 @@ test-release: develop
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) tools/fork.py check
-	$(PY) -m pytest -v tools/test test
+	$(PY) -m pytest -v tools/test test $(PACKAGES:%=%/test)
 
 # The main job: the fusion study of the default model set at CI shapes, on
 # CUDA when a GPU is present, else on the CPU; writes reports/ (index.html,
