@@ -24,7 +24,7 @@ from torch._inductor.codegen.cutlass.scheduling import CUTLASSScheduling
 from torch._inductor.codegen.nv_universal_gemm.nv_universal_gemm_scheduling import (
     NVUniversalGemmScheduling,
 )
-from torch._inductor.fusion_remarks import recorder as rec
+from torch._inductor.fusion_remarks import analysis, recorder as rec
 from torch._inductor.fusion_remarks.taxonomy import Reason
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.virtualized import V
@@ -106,7 +106,7 @@ class TestCUDACombinedRules(TestCase):
         verdict, refusals = self.refusals(decide, **delegates)
         self.assertFalse(verdict)
         self.assertEqual([r.code for r in refusals], [code])
-        return refusals[0].detail
+        return analysis.refusal_detail(refusals[0])
 
     def test_cutedsl_template_takes_no_epilogue(self) -> None:
         detail = self.assert_refused(

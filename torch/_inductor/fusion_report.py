@@ -116,14 +116,17 @@ class FusionCapture:
     def save_html(self, path: str | os.PathLike[str]) -> None:
         """Write this capture's self-contained page with the fusion viewer
         (``fusion_viewer.html``), a package outside torch: without it, an
-        ``ImportError`` says how to install it."""
+        ``ImportError`` says how to install it.  Graphs captured under
+        ``config.fusion_cost_model = "measure"`` are priced first, on this
+        machine, the one that compiled them (``fusion_viewer.costs``): the
+        compile itself times nothing."""
         try:
-            from fusion_viewer import html as viewer_html
+            from fusion_viewer import costs as viewer_costs, html as viewer_html
         except ModuleNotFoundError as e:
             if not _is_viewer(e):
                 raise
             raise ImportError(f"FusionCapture.save_html: {_VIEWER_MISSING}") from None
-        viewer_html.save_html(self.to_json(), path)
+        viewer_html.save_html(viewer_costs.price_measured(self.to_json()), path)
 
 
 def capture() -> FusionCapture:

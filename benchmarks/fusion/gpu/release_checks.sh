@@ -41,6 +41,15 @@ python3 tools/gpu_env.py hide torchaudio >"$OUT/hide.txt" 2>&1 || {
     exit 1
 }
 export "$(tail -n 1 "$OUT/hide.txt")"
+# the packages outside torch/ (the viewer, the FX fusion backend, whose
+# entry point registers backend="fx_fusion"), installed beside the release
+python3 -m pip install -q --no-index --no-deps --no-build-isolation \
+    --target /tmp/fork-packages ./packages/fusion_viewer ./packages/fx_fusion \
+    >"$OUT/packages.txt" 2>&1 || {
+    cat "$OUT/packages.txt"
+    exit 1
+}
+export PYTHONPATH=/tmp/fork-packages${PYTHONPATH:+:$PYTHONPATH}
 # Triton 3.9 resolves its ptxas-blackwell on Hopper too: a part packed with an
 # older --shrink lacks it, and the Hopper ptxas serves
 ptxas=$(python3 -c "import triton, os; print(os.path.join(os.path.dirname(triton.__file__), 'backends/nvidia/bin'))" 2>/dev/null)

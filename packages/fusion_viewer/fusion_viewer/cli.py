@@ -27,7 +27,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from . import diff as render_diff, html as render_html, store, study
+from . import costs, diff as render_diff, html as render_html, store, study
 
 
 if TYPE_CHECKING:
@@ -67,6 +67,13 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument(
         "-o", "--output", metavar="OUT.html", required=True, help="the page to write"
     )
+    render.add_argument(
+        "--measure",
+        action="store_true",
+        help="price the graphs captured under fusion_cost_model='measure' with "
+        "this machine's measured cost model (use it on the machine that compiled "
+        "them, as save_html does)",
+    )
     compare = commands.add_parser(
         "diff",
         help="what fused or split between two captures",
@@ -100,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "render":
-            return _render(args.input, args.output)
+            return _render(args.input, args.output, args.measure)
         if args.command == "study":
             return _study(args.directory)
         return _diff(args.a, args.b, args.output)
@@ -109,9 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
 
 
-def _render(source: str, output: str) -> int:
+def _render(source: str, output: str, measure: bool = False) -> int:
     _check_writable(output)
     data = store.load(source)
+    if measure:
+        costs.price_measured(data)
     _write(output, lambda: render_html.save_html(data, output))
     graphs = data.get("graphs") or []
     print(f"wrote {output}: {len(graphs)} graph{'s' if len(graphs) != 1 else ''}")

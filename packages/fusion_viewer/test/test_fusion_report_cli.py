@@ -149,9 +149,16 @@ class TestFusionReportCli(TestCase):
     # ------------------------------------------------------------ render
 
     def test_render_json_writes_the_page_save_html_writes(self):
+        """``render --measure`` prices the graphs as ``save_html`` does (one
+        measurement per process: the same numbers); without it a graph
+        captured under "measure" says it is still to be measured."""
         path = self.save("default.json", self.default)
+        unpriced = os.path.join(self.tmp, "unpriced.html")
+        self.assertEqual(run_cli("render", path, "-o", unpriced)[0], 0)
+        with open(unpriced) as f:
+            self.assertIn("to be measured", f.read())
         out = os.path.join(self.tmp, "page.html")
-        rc, stdout, err = run_cli("render", path, "-o", out)
+        rc, stdout, err = run_cli("render", path, "--measure", "-o", out)
         self.assertEqual((rc, err), (0, ""))
         self.assertEqual(stdout, f"wrote {out}: 1 graph\n")
         expected = os.path.join(self.tmp, "expected.html")

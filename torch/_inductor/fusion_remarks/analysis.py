@@ -32,7 +32,7 @@ from .taxonomy import Category, Kind, Reason, Stage
 
 
 if TYPE_CHECKING:
-    from .recorder import GraphRecorder
+    from .recorder import GraphRecorder, Refusal
 
 
 if TYPE_CHECKING:
@@ -218,6 +218,14 @@ def classify_verdicts(recorder: GraphRecorder) -> None:
             verdict.reason, verdict.detail, verdict.args = rejection_reason(verdict)
 
 
+def refusal_detail(refusal: Refusal) -> str:
+    """A refusal's detail: its message, or for a rule that refused silently
+    the check that said no and what it compared."""
+    if refusal.check is None:
+        return refusal.detail
+    return _silent_detail(refusal.code, *refusal.nodes, refusal.check)
+
+
 def rejection_reason(verdict: PairVerdict) -> tuple[Reason, str, dict[str, Any]]:
     """The code of a refused pair: the first coded refusal its rules made."""
     node1, node2 = verdict.nodes
@@ -225,9 +233,7 @@ def rejection_reason(verdict: PairVerdict) -> tuple[Reason, str, dict[str, Any]]
         if refusal.code is None:
             continue
         args = dict(refusal.args)
-        detail = refusal.detail
-        if refusal.check is not None:
-            detail = _silent_detail(refusal.code, *refusal.nodes, refusal.check)
+        detail = refusal_detail(refusal)
         if refusal.nodes:
             args.update(_rule_args(refusal.code, *refusal.nodes))
         if refusal.code is Reason.NO_SHARED_DATA:
