@@ -30,6 +30,7 @@ from pathlib import Path
 
 import fork_overlay as fork_tool
 from fork_features import FEATURES, owner_of
+from import_graph import import_graph
 from patch_stack import apply_layers
 from patchset import make_patch
 
@@ -119,6 +120,24 @@ def _feature_files(fork: fork_tool.Fork) -> dict[str, list[str]]:
     return out
 
 
+def dependency_order(paths: list[str]) -> list[str]:
+    """``paths`` with every module after the modules of ``paths`` it imports
+    (the project's import graph, no cycle: tools/test/test_project_layout.py),
+    alphabetical among the ready ones; data files after the modules, so that
+    each commit of a stack imports only what earlier commits added."""
+    graph = import_graph()  # repository path -> the paths it imports
+    modules = {p for p in paths if p.endswith(".py")}
+    needs = {p: (graph.get(p, set()) & modules) - {p} for p in modules}
+    ordered: list[str] = []
+    while needs:
+        ready = sorted(p for p, deps in needs.items() if not deps - set(ordered))
+        if not ready:  # a cycle: keep the rest alphabetical (the layout test fails)
+            ready = sorted(needs)
+        ordered.append(ready[0])
+        del needs[ready[0]]
+    return ordered + sorted(p for p in paths if not p.endswith(".py"))
+
+
 def _test_command(tests: list[str]) -> str:
     runnable = [t for t in tests if Path(t).name.startswith("test_")]
     if not runnable:
@@ -149,7 +168,7 @@ def plan_stacks(fork: fork_tool.Fork) -> tuple[list[Stack], dict[str, list[str]]
         hooks = layer_diffs.get(feature.name, [])
         if not owned and not hooks:
             continue
-        modules = [f for f in owned if f.startswith("torch/")]
+        modules = dependency_order([f for f in owned if f.startswith("torch/")])
         tests = [f for f in owned if f.startswith("test/")]
         docs = [f for f in owned if f.startswith("docs/")]
         test_plan = _test_command(tests)

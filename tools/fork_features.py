@@ -1,19 +1,21 @@
 """Which feature each part of the fork belongs to, and how big each feature is.
 
-The fork is to reach upstream as one pull-request stack per feature (the
-fusion remarks, the ablation switches, the one-pass reductions, the
-launch-bound combo kernels), with the viewer, the fusible check and the FX
-fusion arm moving out of ``torch/``.  Today the patch series is one file per
-upstream file, mixing features.  This module names the owner of every new file
-(:data:`FEATURES`, by path) and of every hunk of every patch (by the fork names
-its changed lines use), so that
+The fork reaches upstream as one pull-request stack per feature (the fusion
+remarks, the ablation switches, the one-pass reductions, the launch-bound
+combo kernels); the viewer, the fusible check and the FX fusion arm are
+packages of their own under ``packages/``.  :data:`FEATURES` is the one list
+of the features, in stack order (``tools/patch_stack.py`` applies the patch
+directories ``patches/<release>/<feature>/`` in this order and the export
+writes the stacks in it), with the files each owns (by path) and the names its
+code uses (markers: a layer of an earlier feature must use none of a later
+one's).
 
     python tools/fork_features.py [--release 2.15.0] [--json OUT]
 
 prints each feature's size (new files, tests, hunks and changed lines per
-upstream file) and lists the hunks that serve several features: the hunks the
-split into stacks has to cut.  ``tools/test/test_fork_features.py`` checks that
-every new file has exactly one owner and every hunk at least one.
+upstream file).  ``tools/test/test_fork_features.py`` checks that every new
+file has exactly one owner, every hunk lies in a feature's layer, and no layer
+names anything of a later feature.
 """
 
 from __future__ import annotations
