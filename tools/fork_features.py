@@ -148,12 +148,7 @@ FEATURES: tuple[Feature, ...] = (
             "test/inductor/test_launch_bound_combo.py",
             "docs/source/torch.compiler_launch_bound_combo.md",
         ),
-        # the combo step's groups= parameter exists for the pass's groups
-        markers=(
-            r"\blaunch_bound_combo\b",
-            r"\blaunch_bound_groups\b",
-            r"\bgroups\b.*\bNone\b",
-        ),
+        markers=(r"\blaunch_bound_combo\b",),
         needs=("remarks",),
     ),
     Feature(

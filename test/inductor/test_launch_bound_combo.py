@@ -23,7 +23,7 @@ import torch._dynamo
 from torch._inductor import config, fusion_report, launch_bound_combo, release_compat
 from torch._inductor.fusion_remarks import analysis as fusion_analysis
 from torch._inductor import metrics
-from torch._inductor.scheduler import Scheduler
+from torch._inductor.scheduler import ForeachKernelSchedulerNode, Scheduler
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
 from torch.testing._internal.common_device_type import (
@@ -245,6 +245,122 @@ class TestLaunchBoundComboCpu(TestCase):
         self.assertEqual(remark["args"]["error"], "RuntimeError")
         self.assertEqual(remark["args"]["fallback"], "no combo kernel")
         self.assertIn("no estimate for", remark["detail"])
+
+    def step_seen(self):
+        """Stub upstream's combo-kernel step (its code generation is
+        Triton's) with one that records what it would combine: the groups of
+        upstream's grouping callback, and the peak-memory gate it runs under."""
+        seen = []
+
+        def step(scheduler, num_ck_nodes=None):
+            groups = ForeachKernelSchedulerNode.group_nodes_for_combo_kernels(scheduler)
+            seen.append(
+                (
+                    [[n.get_name() for n in g] for g in groups],
+                    config.combo_kernel_peak_memory_pct_threshold,
+                )
+            )
+
+        for patch in (
+            mock.patch.object(launch_bound_combo, "_NO_LAUNCH_DEVICES", ()),
+            mock.patch.object(Scheduler, "create_combo_kernel_nodes", step),
+        ):
+            patch.start()
+            self.addCleanup(patch.stop)
+        return seen
+
+    def test_groups_reach_the_step_through_upstreams_grouping_callback(self):
+        """The pass hands its groups to upstream's step through upstream's
+        extension point (set_group_algorithm_for_combo_kernels) for that one
+        call, with the memory gate off where the gate ignores a callback
+        (2.15.0), and puts the default grouping back after it."""
+        registered = vars(ForeachKernelSchedulerNode)[
+            "group_algorithm_for_combo_kernels"
+        ]
+        made = []
+        group_nodes = launch_bound_combo.group_nodes
+
+        def record(scheduler):
+            groups = group_nodes(scheduler)
+            made.append([[n.get_name() for n in g] for g in groups])
+            return groups
+
+        seen = self.step_seen()
+        torch._dynamo.reset()
+        with (
+            mock.patch.object(launch_bound_combo, "group_nodes", record),
+            config.patch({**PASS_ON, "combo_kernel_peak_memory_pct_threshold": 0.05}),
+        ):
+            capture(
+                independent_branches,
+                torch.randn(64),
+                torch.randn(65),
+                torch.randn(6, 11),
+                torch.randn(8),
+            )
+        ((groups, gate),) = seen
+        self.assertEqual([groups], made)
+        self.assertEqual([len(g) for g in groups], [4])
+        self.assertEqual(
+            gate, 0.05 if release_compat.COMBO_GROUPS_MEMORY_GATED else None
+        )
+        self.assertIs(
+            vars(ForeachKernelSchedulerNode)["group_algorithm_for_combo_kernels"],
+            registered,
+        )
+        # off, the step runs as upstream's: its own grouping, its own gate
+        seen.clear()
+        torch._dynamo.reset()
+        with config.patch(
+            combo_kernels=True, combo_kernel_peak_memory_pct_threshold=0.05
+        ):
+            capture(
+                independent_branches,
+                torch.randn(64),
+                torch.randn(65),
+                torch.randn(6, 11),
+                torch.randn(8),
+            )
+        ((_, gate),) = seen
+        self.assertEqual(gate, 0.05)
+
+    def test_a_registered_grouping_callback_stays_in_charge(self):
+        """A grouping the user registered with upstream's
+        set_group_algorithm_for_combo_kernels is not overridden: the step
+        combines its groups, and the pass says it did not apply."""
+        mine_calls = []
+
+        def mine(scheduler):
+            mine_calls.append(scheduler)
+            return []
+
+        registered = vars(ForeachKernelSchedulerNode)[
+            "group_algorithm_for_combo_kernels"
+        ]
+        ForeachKernelSchedulerNode.set_group_algorithm_for_combo_kernels(mine)
+        self.addCleanup(
+            ForeachKernelSchedulerNode.set_group_algorithm_for_combo_kernels,
+            registered,
+        )
+        seen = self.step_seen()
+        torch._dynamo.reset()
+        with config.patch({**PASS_ON, "combo_kernels": True}):
+            _, graphs = capture(
+                independent_branches,
+                torch.randn(64),
+                torch.randn(65),
+                torch.randn(6, 11),
+                torch.randn(8),
+            )
+        self.assertEqual([groups for groups, _ in seen], [[]])
+        self.assertEqual(len(mine_calls), 1)
+        self.assertIs(
+            ForeachKernelSchedulerNode.group_algorithm_for_combo_kernels, mine
+        )
+        (remark,) = remarks(graphs, "launch_bound_combo_not_applied")
+        self.assertEqual(remark["args"]["error"], "CustomGrouping")
+        self.assertEqual(remark["args"]["fallback"], "upstream's combo kernels")
+        self.assertIn("set_group_algorithm_for_combo_kernels", remark["detail"])
 
     def test_bad_limit_is_a_clear_error(self):
         with config.patch({**PASS_ON, "launch_bound_combo_max_bytes": -1}):

@@ -321,15 +321,23 @@ class TestRobust(TestCase):
                 raise RuntimeError("no nodes")
 
         kwargs = {"pid_cache": {}}
-        with self.assertLogs(opr.log, level="WARNING") as logs:
+        groups = [{"x": 4096, "r0_": 4096}]
+        with (
+            config.patch(one_pass_reductions=True),
+            self.assertLogs(opr.log, level="WARNING") as logs,
+        ):
             self.assertIs(
-                opr.triton_kernel_kwargs(
-                    Unreadable(), [{"x": 4096, "r0_": 4096}], kwargs
-                ),
-                kwargs,
+                opr.triton_kernel_kwargs(Unreadable(), groups, kwargs), kwargs
             )
         self.assertIn("could not analyse", logs.output[0])
-        with config.patch(one_pass_reductions_elements_per_thread=0):
+        # with the pass off the hook does not look at the kernel at all
+        with config.patch(one_pass_reductions=False), self.assertNoLogs(opr.log):
+            self.assertIs(
+                opr.triton_kernel_kwargs(Unreadable(), groups, kwargs), kwargs
+            )
+        with config.patch(
+            one_pass_reductions=True, one_pass_reductions_elements_per_thread=0
+        ):
             with self.assertRaisesRegex(
                 ValueError, "one_pass_reductions_elements_per_thread"
             ):

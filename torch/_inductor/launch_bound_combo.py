@@ -40,10 +40,14 @@ The pass applies to Triton devices only: the C++ backend calls its kernels as
 plain functions, with no launch to save.
 
 The groups take the place of upstream's in upstream's own combo-kernel step
-(the scheduler's ``config.combo_kernels`` branch), so everything upstream does
-after combining runs for them too: on 2.14.1 the buffers' memory-planning
-users are recomputed, without which the wrapper's peak-memory estimate looks
-up kernels that no longer exist.  The candidates follow upstream's grouping
+(the scheduler's ``config.combo_kernels`` branch, which calls
+:func:`create_combo_kernel_nodes`), so everything upstream does after
+combining runs for them too: on 2.14.1 the buffers' memory-planning users are
+recomputed, without which the wrapper's peak-memory estimate looks up kernels
+that no longer exist.  They reach the step through upstream's extension point
+for grouping, ``ForeachKernelSchedulerNode.set_group_algorithm_for_combo_kernels``,
+registered for the one call and restored after it; a grouping callback the
+user registered is left in charge (the pass then says it did not apply).  The candidates follow upstream's grouping
 rules: one device, one stream and one memory pool per group, and no kernel
 that reads a mix-order reduction's outputs.  The pass never fails a compile:
 if it cannot group a graph's kernels it leaves upstream's schedule and says
@@ -52,6 +56,7 @@ why in a ``launch_bound_combo_not_applied`` remark.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -62,6 +67,8 @@ from .fusion_remarks.taxonomy import Kind, Reason, Stage
 
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from .scheduler import BaseSchedulerNode, Scheduler
 
 
@@ -163,31 +170,98 @@ def group_nodes(scheduler: Scheduler) -> list[list[BaseSchedulerNode]]:
     return groups
 
 
+def create_combo_kernel_nodes(scheduler: Scheduler) -> None:
+    """Upstream's combo-kernel step (``Scheduler.create_combo_kernel_nodes``),
+    with this pass's groups where it is on, then the remarks of its outcome.
+
+    The scheduler calls this in place of the step when ``config.combo_kernels``
+    or ``config.launch_bound_combo_kernels`` is on.  With the pass off it is
+    the step as upstream runs it.
+    """
+    groups = groups_for_combo_kernels(scheduler)
+    if groups is None:
+        scheduler.create_combo_kernel_nodes(num_ck_nodes=None)
+        return
+    with _grouping_callback(groups):
+        scheduler.create_combo_kernel_nodes(num_ck_nodes=None)
+    record_combo_outcome(scheduler, groups)
+
+
+@contextlib.contextmanager
+def _grouping_callback(groups: list[list[BaseSchedulerNode]]) -> Iterator[None]:
+    """``groups`` as upstream's grouping callback for one combo-kernel step.
+
+    From 2.15.0 the step's peak-memory gating collects its own candidates and
+    ignores a callback (``release_compat.COMBO_GROUPS_MEMORY_GATED``), so
+    there the gating is off for the step, as upstream's docstring of
+    ``set_group_algorithm_for_combo_kernels`` asks of a custom grouping.
+    """
+    from .scheduler import ForeachKernelSchedulerNode
+
+    # as stored (a staticmethod until a callback is registered), to restore
+    previous = vars(ForeachKernelSchedulerNode)["group_algorithm_for_combo_kernels"]
+    gating_off: dict[str, object] = {}
+    if not release_compat.COMBO_GROUPS_MEMORY_GATED:
+        gating_off = {
+            "combo_kernel_peak_memory_increase_gb": None,
+            "combo_kernel_peak_memory_pct_threshold": None,
+        }
+    ForeachKernelSchedulerNode.set_group_algorithm_for_combo_kernels(
+        lambda _scheduler: groups
+    )
+    try:
+        with config.patch(gating_off):
+            yield
+    finally:
+        ForeachKernelSchedulerNode.set_group_algorithm_for_combo_kernels(previous)
+
+
+def _custom_grouping_registered() -> bool:
+    from .scheduler import ForeachKernelSchedulerNode
+
+    return (
+        ForeachKernelSchedulerNode.group_algorithm_for_combo_kernels
+        is not ForeachKernelSchedulerNode._default_group_nodes_for_combo_kernels
+    )
+
+
 def groups_for_combo_kernels(
     scheduler: Scheduler,
 ) -> list[list[BaseSchedulerNode]] | None:
-    """The groups ``Scheduler.create_combo_kernel_nodes`` combines: None
-    (upstream's grouping) with the pass off, else :func:`group_nodes`.
+    """The groups upstream's combo-kernel step combines: None (upstream's
+    grouping) with the pass off, else :func:`group_nodes`.
 
-    A bad option of the pass is an error naming it.  Any other failure to
-    group leaves the schedule the pass found (upstream's grouping where
-    ``config.combo_kernels`` is on too, no combo kernel otherwise), with a
-    warning and a ``launch_bound_combo_not_applied`` remark.
+    A bad option of the pass is an error naming it.  A grouping callback the
+    user registered, or any failure to group, leaves the schedule the pass
+    found (upstream's step where ``config.combo_kernels`` is on too, no combo
+    kernel otherwise), with a ``launch_bound_combo_not_applied`` remark (and a
+    warning for a failure).
     """
     if not enabled():
         return None
     check_config()
+    if _custom_grouping_registered():
+        _record_not_applied(
+            "CustomGrouping",
+            "a grouping callback is registered "
+            "(ForeachKernelSchedulerNode.set_group_algorithm_for_combo_kernels)",
+        )
+        return None if config.combo_kernels else []
     try:
         return group_nodes(scheduler)
     except Exception as error:
         log.warning(
             "launch_bound_combo_kernels: not applied to this graph", exc_info=True
         )
-        _record_not_applied(error)
+        _record_not_applied(
+            type(error).__name__,
+            f"the pass could not group this graph's kernels "
+            f"({type(error).__name__}: {error})",
+        )
         return None if config.combo_kernels else []
 
 
-def _record_not_applied(error: Exception) -> None:
+def _record_not_applied(cause: str, why: str) -> None:
     if not fusion_recorder.is_enabled():
         return
     fallback = "upstream's combo kernels" if config.combo_kernels else "no combo kernel"
@@ -196,11 +270,8 @@ def _record_not_applied(error: Exception) -> None:
             Kind.ANALYSIS,
             Reason.LAUNCH_BOUND_COMBO_NOT_APPLIED,
             Stage.LAUNCH_BOUND_COMBO,
-            args={"error": type(error).__name__, "fallback": fallback},
-            detail=(
-                f"the pass could not group this graph's kernels "
-                f"({type(error).__name__}: {error}); the schedule keeps {fallback}"
-            ),
+            args={"error": cause, "fallback": fallback},
+            detail=f"{why}; the schedule keeps {fallback}",
         )
     )
 
@@ -210,7 +281,7 @@ def record_combo_outcome(
 ) -> None:
     """Remarks for what upstream's combo-kernel step made of the pass's groups.
 
-    Called after ``Scheduler.create_combo_kernel_nodes``: each combo kernel in
+    Called after upstream's combo-kernel step: each combo kernel in
     the schedule whose members come from one group is ``combined_launch_bound``;
     the group's members in no combo kernel are ``launch_bound_group_refused``.
     Recording never fails the compile.

@@ -550,10 +550,10 @@ def _multiprocessors(nodes: list[BaseSchedulerNode]) -> int:
 def triton_kernel_kwargs(
     features: SIMDKernelFeatures, groups: list[Any], kernel_kwargs: dict[str, Any]
 ) -> dict[str, Any]:
-    """``InductorChoices.triton_kernel_kwargs`` with this pass on: the
+    """``InductorChoices.triton_kernel_kwargs``: with this pass on, the
     kwargs of a persistent kernel where the row goes on chip, of a looped
-    one in wide steps where it is too long for that, the kwargs unchanged
-    otherwise.
+    one in wide steps where it is too long for that; the kwargs unchanged
+    otherwise (and with the pass off).
 
     The configuration is fixed: one row per block and :func:`warps_for_row`
     warps; a row too long for that, a looped kernel of :data:`MAX_WARPS`
@@ -561,7 +561,7 @@ def triton_kernel_kwargs(
     config value is an error naming it; a failure to analyse the kernel
     keeps upstream's kwargs (with a warning) rather than fail the compile.
     """
-    if not features.is_reduction():
+    if not config.one_pass_reductions or not features.is_reduction():
         return kernel_kwargs
     check_config()
     try:

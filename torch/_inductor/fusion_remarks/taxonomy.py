@@ -635,7 +635,7 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.LAUNCH_BOUND_COMBO_NOT_APPLIED: (
         _A,
-        "config.launch_bound_combo_kernels could not group a graph's kernels (an internal error, named in the remark) and left the schedule it found: upstream's combo kernels where config.combo_kernels is on, no combo kernel otherwise",
+        "config.launch_bound_combo_kernels did not group a graph's kernels, for an internal error (named in the remark) or a grouping callback the user registered (ForeachKernelSchedulerNode.set_group_algorithm_for_combo_kernels), and left the schedule it found: upstream's combo kernels where config.combo_kernels is on, no combo kernel otherwise",
     ),
     R.ONE_PASS_ROW_ON_CHIP: (
         _F,
