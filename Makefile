@@ -71,11 +71,13 @@ test-release: develop
 	$(PY) -m pytest -v tools/test test $(PACKAGES:%=%/test)
 
 # The main job: the fusion study of the default model set at CI shapes, on
-# CUDA when a GPU is present, else on the CPU; writes reports/ (index.html,
-# one page per model, summary.md, study.json) and prints the summary table.
+# CUDA when a GPU is present, else on the CPU; the study writes reports/
+# (study.json, summary.md, captures/) and prints the summary table, then the
+# viewer package's command writes the pages (index.html, one page per model).
 report: develop
 	@sh tools/install_system_deps.sh
-	$(PY) benchmarks/fusion/study.py --shapes ci --out reports
+	$(PY) benchmarks/fusion/study.py --shapes ci --out reports --no-pages
+	$(PY) -m fusion_viewer study reports
 
 # The whole change as a git-am series against upstream's layout (an output:
 # build/ is ignored and the series is committed nowhere).
