@@ -89,6 +89,7 @@ tests)
         -n "${WORKERS:-6}" --dist load \
         test/inductor/test_fusion_ablation.py test/inductor/test_fusion_benchmark_tools.py \
         test/inductor/test_fusion_predictions.py test/inductor/test_fusion_verdict.py test/inductor/test_fusion_remarks.py \
+        test/inductor/test_fusion_reason_rules.py test/inductor/test_fusion_study.py \
         packages/fx_fusion/test/test_fx_fusion.py packages/fx_fusion/test/test_fx_fusion_codegen.py \
         test/inductor/test_launch_bound_combo.py test/inductor/test_one_pass_reductions.py \
         test/inductor/test_one_pass_reductions_correctness.py \
