@@ -11,8 +11,9 @@ Every environment variable the fork reads as a switch is listed here:
 
 Any other value is an error, raised as a ``ValueError`` whose message is one
 line naming the variable, the value and what is accepted.
-``torch._inductor.config`` calls :func:`check_environ` when it is imported, so
-a bad value stops the first import, not a compile.
+``torch._inductor.config`` calls :func:`stop_on_bad_environ` when it is
+imported, so a bad value stops the first import, not a compile, with that one
+line on stderr and no traceback through torch's imports.
 
 ``FUSION_FORK_DISABLE`` turns the whole fork off.  The fork's ``.pth`` line
 (``tools/fork.py``'s ``pth_line``) loads this file by its path, before torch
@@ -50,6 +51,7 @@ __all__ = [
     "parse_bool",
     "parse_cost_model",
     "parse_int",
+    "stop_on_bad_environ",
 ]
 
 FORK_DISABLE = "FUSION_FORK_DISABLE"
@@ -205,6 +207,21 @@ def check_environ(environ: Mapping[str, str] | None = None) -> None:
     except ValueError as e:
         # raised again here, so that the traceback under the message is short
         raise ValueError(str(e)) from None
+
+
+def stop_on_bad_environ(environ: Mapping[str, str] | None = None) -> None:
+    """:func:`check_environ` for the import of ``torch._inductor.config``: a bad
+    value exits with its one line on stderr (``SystemExit``, status 1).
+
+    Raised during an import, a ValueError would print a traceback through
+    torch's import chain above the one line that matters; ``SystemExit``
+    prints the line alone, and an interactive session that catches it (a
+    notebook) shows the same line.
+    """
+    try:
+        check_environ(environ)
+    except ValueError as e:
+        raise SystemExit(f"torch._inductor.config: {e}") from None
 
 
 def fork_disabled(environ: Mapping[str, str] | None = None) -> bool:
