@@ -18,6 +18,7 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
 from unittest import mock
 
 import torch
@@ -25,6 +26,10 @@ import torch._dynamo
 from torch._inductor import fusion_report
 from torch._inductor.fusion_remarks.taxonomy import Category, Kind, Reason, Stage
 from torch._inductor.test_case import run_tests, TestCase
+
+
+# the repository's root (this file is test/inductor/ in it)
+REPO = Path(__file__).resolve().parents[2]
 
 
 def pointwise_and_reduction(x):
@@ -259,8 +264,15 @@ class TestFusionReportSchema(TestCase):
 
     def test_missing_jsonschema_raises_import_error(self):
         with mock.patch.dict(sys.modules, {"jsonschema": None}):
-            with self.assertRaisesRegex(ImportError, "pip install jsonschema"):
+            with self.assertRaises(ImportError) as caught:
                 fusion_report.validate({})
+        message = str(caught.exception)
+        self.assertIn("pip install jsonschema", message)
+        self.assertIsNone(caught.exception.__cause__)  # one message, no chain
+        # the requirements file it names is the repository's, and pins it
+        (named,) = re.findall(r"requirements/[\w.-]+\.txt", message)
+        pinned = (REPO / named).read_text()
+        self.assertRegex(pinned, r"(?m)^jsonschema==")
 
     # -- the schema itself ---------------------------------------------------
 

@@ -119,13 +119,19 @@ class FusionCapture:
         ``ImportError`` says how to install it.  Graphs captured under
         ``config.fusion_cost_model = "measure"`` are priced first, on this
         machine, the one that compiled them (``fusion_viewer.costs``): the
-        compile itself times nothing."""
+        compile itself times nothing.  A path that cannot be written is an
+        ``OSError`` naming it, raised before any of that."""
         try:
-            from fusion_viewer import costs as viewer_costs, html as viewer_html
+            from fusion_viewer import (
+                common as viewer_common,
+                costs as viewer_costs,
+                html as viewer_html,
+            )
         except ModuleNotFoundError as e:
             if not _is_viewer(e):
                 raise
             raise ImportError(f"FusionCapture.save_html: {_VIEWER_MISSING}") from None
+        viewer_common.check_writable(path)
         viewer_html.save_html(viewer_costs.price_measured(self.to_json()), path)
 
 
@@ -142,11 +148,12 @@ def validate(data: dict[str, Any]) -> None:
     """
     try:
         import jsonschema
-    except ImportError as e:
+    except ImportError:
         raise ImportError(
-            "fusion_report.validate() needs the jsonschema package: "
-            "pip install jsonschema (its pinned version is in requirements.txt)"
-        ) from e
+            "fusion_report.validate() needs the jsonschema package: pip install "
+            "jsonschema (the fork's repository pins the version it is tested "
+            "with in requirements/common.txt)"
+        ) from None
     with open(SCHEMA_PATH, encoding="utf-8") as f:
         schema = json.load(f)
     validator = jsonschema.Draft202012Validator(schema)

@@ -27,7 +27,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from . import costs, diff as render_diff, html as render_html, store, study
+from . import common, costs, diff as render_diff, html as render_html, store, study
 
 
 if TYPE_CHECKING:
@@ -150,18 +150,17 @@ def _study(directory: str) -> int:
 
 def _check_writable(path: str) -> None:
     """Fail before the work when ``path`` cannot be written."""
-    if os.path.isdir(path):
-        raise _Fail(f"cannot write {path}: is a directory")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise _Fail(f"cannot write {path}: no directory {parent}")
-    target = path if os.path.exists(path) else parent
-    if not os.access(target, os.W_OK):
-        raise _Fail(f"cannot write {path}: permission denied")
+    try:
+        common.check_writable(path)
+    except OSError as e:
+        raise _Fail(str(e)) from None
 
 
 def _write(path: str, write: Callable[[], None]) -> None:
     try:
         write()
     except OSError as e:
-        raise _Fail(f"cannot write {path}: {e.strerror or e}") from e
+        # the viewer's own writes name the path already (common.write_text)
+        raise _Fail(
+            f"cannot write {path}: {e.strerror}" if e.strerror else str(e)
+        ) from e

@@ -1,6 +1,6 @@
 """Small helpers shared by the renderers of a fusion report.
 
-Escaping, byte counts, source locations (``file:line``) and their anchors in
+Writing an output file, escaping, byte counts, source locations (``file:line``) and their anchors in
 the annotated source, the ids of graphs and boundaries, links between graphs,
 and the summary of a Dynamo graph break: what :mod:`.html`, :mod:`.graphviz`
 and :mod:`.source` all need.  Like the renderers, these read only the report's
@@ -25,6 +25,7 @@ __all__ = [
     "HOW_LABELS",
     "boundary_id",
     "break_summary",
+    "check_writable",
     "code_anchors",
     "computing_ops",
     "copied_ops",
@@ -39,6 +40,7 @@ __all__ = [
     "source_anchor",
     "source_link",
     "split_source",
+    "write_text",
 ]
 
 # graph breaks are not boundaries inside a graph, but they separate kernels
@@ -282,3 +284,29 @@ def code_anchors(slug: str, functions: list[str]) -> dict[str, str]:
         used.add(anchor)
         out[function] = anchor
     return out
+
+
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Fail before any work when a file cannot be written at ``path``: an
+    ``OSError`` whose one line names the path and what is in the way (no
+    such directory, a directory of that name, no permission)."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"cannot write {path}: is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise FileNotFoundError(f"cannot write {path}: no directory {parent}")
+    if not os.access(path if os.path.exists(path) else parent, os.W_OK):
+        raise PermissionError(f"cannot write {path}: permission denied")
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` (UTF-8); a failure is an ``OSError`` of the
+    same kind whose one line names the path."""
+    path = os.fspath(path)
+    check_writable(path)
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise type(e)(f"cannot write {path}: {e.strerror or e}") from None

@@ -26,7 +26,15 @@ import dataclasses
 import os
 from typing import Any, TYPE_CHECKING
 
-from .common import esc, graph_anchor, kernel_groups, short_source, split_source
+from .common import (
+    check_writable,
+    esc,
+    graph_anchor,
+    kernel_groups,
+    short_source,
+    split_source,
+    write_text,
+)
 
 
 if TYPE_CHECKING:
@@ -518,6 +526,7 @@ def render_html(d: CaptureDiff) -> str:
 
 
 def save_html(d: CaptureDiff, path: str | os.PathLike[str]) -> None:
-    """Write :func:`render_html` of ``d`` to ``path``."""
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(render_html(d))
+    """Write :func:`render_html` of ``d`` to ``path``; a path that cannot be
+    written is an ``OSError`` naming it."""
+    check_writable(path)
+    write_text(path, render_html(d))

@@ -31,6 +31,7 @@ from typing import Any
 
 from .common import (
     boundary_id,
+    check_writable,
     code_anchors,
     computing_ops,
     copied_ops,
@@ -46,6 +47,7 @@ from .common import (
     kernel_row_id,
     kernel_sources,
     source_link,
+    write_text,
 )
 from .graphviz import (
     BOUNDARY_COLOUR,
@@ -77,10 +79,10 @@ def _asset(name: str) -> str:
 
 
 def save_html(data: dict[str, Any], path: str | os.PathLike[str]) -> None:
-    """Write :func:`render_html`'s page to ``path`` (UTF-8)."""
-    page = render_html(data)
-    with open(os.fspath(path), "w", encoding="utf-8") as f:
-        f.write(page)
+    """Write :func:`render_html`'s page to ``path`` (UTF-8); a path that cannot
+    be written is an ``OSError`` naming it, raised before the page is made."""
+    check_writable(path)
+    write_text(path, render_html(data))
 
 
 def render_html(data: dict[str, Any]) -> str:

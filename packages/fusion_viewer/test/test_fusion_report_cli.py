@@ -599,6 +599,26 @@ class TestFusionReportCli(TestCase):
             ["diff", path, path, "-o", os.path.join(path, "x.html")], "cannot write"
         )
 
+    def test_save_html_names_the_path_it_cannot_write(self):
+        """``FusionCapture.save_html`` (and the viewer's ``save_html``) to a
+        missing folder or onto a folder: an OSError of the right kind whose one
+        line names the path and what is in the way, before any work."""
+        with fusion_report.capture() as rep:
+            torch.compile(lambda x: x.sin() + x.cos())(torch.randn(8))
+        missing = os.path.join(self.tmp, "no", "such")
+        target = os.path.join(missing, "x.html")
+        with self.assertRaises(FileNotFoundError) as caught:
+            rep.save_html(target)
+        self.assertEqual(
+            str(caught.exception), f"cannot write {target}: no directory {missing}"
+        )
+        with self.assertRaises(IsADirectoryError) as caught:
+            rep.save_html(self.tmp)
+        self.assertEqual(
+            str(caught.exception), f"cannot write {self.tmp}: is a directory"
+        )
+        self.assertFalse(os.path.exists(missing))
+
 
 if __name__ == "__main__":
     run_tests()

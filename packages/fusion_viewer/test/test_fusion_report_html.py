@@ -42,7 +42,7 @@ from torch._inductor.test_case import run_tests, TestCase
 
 try:
     from PIL import Image
-except ImportError:  # pinned in requirements.txt; without it, screenshots skip
+except ImportError:  # pinned in requirements/common.txt; without it, screenshots skip
     Image = None
 
 CHROMIUM = next(
