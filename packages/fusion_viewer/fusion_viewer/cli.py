@@ -131,11 +131,23 @@ def _diff(a: str, b: str, output: str | None) -> int:
     if output is not None:
         _check_writable(output)
     result = render_diff.diff(store.load(a), store.load(b), a, b)
+    if result.unrelated:
+        raise _Fail(
+            f"{a} and {b} share no source file ({_files(result.a_files)}; "
+            f"{_files(result.b_files)}): not captures of one program, nothing to "
+            "compare"
+        )
     sys.stdout.write(render_diff.render_text(result))
     if output is not None:
         _write(output, lambda: render_diff.save_html(result, output))
         print(f"wrote {output}")
     return 0
+
+
+def _files(files: tuple[str, ...], shown: int = 3) -> str:
+    names = [os.path.basename(f) for f in files[:shown]]
+    more = len(files) - shown
+    return ", ".join(names) + (f" and {more} more" if more > 0 else "")
 
 
 def _study(directory: str) -> int:

@@ -49,6 +49,7 @@ __all__ = [
     "render_html",
     "render_text",
     "save_html",
+    "source_files",
 ]
 
 APPEARED = "appeared"
@@ -133,6 +134,18 @@ class CaptureDiff:
     b_producer: str
     graphs: list[GraphDiff]
     matched_by_order: int = 0  # graphs whose compile ids differ (see diff())
+    # the source files of each capture's ops (see unrelated)
+    a_files: tuple[str, ...] = ()
+    b_files: tuple[str, ...] = ()
+
+    @property
+    def unrelated(self) -> bool:
+        """The two captures share no source file although each names some:
+        not two captures of one program, so any pairing of their boundaries
+        would be chance."""
+        return bool(self.a_files and self.b_files) and not (
+            set(self.a_files) & set(self.b_files)
+        )
 
     def count(self, status: str) -> int:
         return sum(g.count(status) for g in self.graphs)
@@ -178,7 +191,19 @@ def diff(
         str(b.get("producer") or "?"),
         graphs,
         matched_by_order=len(only_a) if by_order else 0,
+        a_files=source_files(a),
+        b_files=source_files(b),
     )
+
+
+def source_files(capture: dict[str, Any]) -> tuple[str, ...]:
+    """The files the ops of ``capture``'s graphs come from, sorted."""
+    files = {
+        _file(op.get("source"))
+        for graph in capture.get("graphs") or []
+        for op in graph.get("ops") or []
+    }
+    return tuple(sorted(f for f in files if f))
 
 
 def _keyed(capture: dict[str, Any]) -> list[tuple[tuple[str, int], dict[str, Any]]]:
@@ -375,6 +400,12 @@ def render_text(d: CaptureDiff) -> str:
         f"  A: {d.a_label:<{width}}  {d.a_producer}",
         f"  B: {d.b_label:<{width}}  {d.b_producer}",
     ]
+    if d.unrelated:
+        lines.append(
+            "  the captures share no source file: A's ops come from "
+            f"{', '.join(d.a_files)}, B's from {', '.join(d.b_files)}; "
+            "boundaries are paired by chance"
+        )
     matched = [g for g in d.graphs if g.a is not None and g.b is not None]
     only_a = [g.compile_id for g in d.graphs if g.b is None]
     only_b = [g.compile_id for g in d.graphs if g.a is None]

@@ -373,6 +373,35 @@ class TestFusionReportCli(TestCase):
         self.assertTrue(text.endswith("\nno differences\n"), text)
         self.assertTrue(render_diff.diff(self.no_fusion, self.no_fusion).empty)
 
+    def test_diff_of_captures_of_different_programs_is_an_error(self):
+        """Captures whose ops come from no common source file are not two
+        captures of one program: the command says so in one line and exits
+        2; the API's diff says so in its text."""
+        b = copy.deepcopy(self.default)
+        for graph in b["graphs"]:
+            for op in graph["ops"]:
+                if op["source"]:
+                    _, _, line = op["source"].rpartition(":")
+                    op["source"] = f"/elsewhere/other_model.py:{line}"
+        a_path, b_path = self.save("a.json", self.default), self.save("b.json", b)
+        err = self.assert_error(
+            ["diff", a_path, b_path], "share no source file", "other_model.py"
+        )
+        self.assertIn(os.path.basename(__file__), err)
+        d = render_diff.diff(self.default, b)
+        self.assertTrue(d.unrelated)
+        self.assertEqual(d.b_files, ("/elsewhere/other_model.py",))
+        self.assertIn("share no source file", render_diff.render_text(d))
+        # one file in common is enough to compare
+        b["graphs"][0]["ops"][0]["source"] = self.default["graphs"][0]["ops"][0][
+            "source"
+        ] or next(
+            op["source"] for op in self.default["graphs"][0]["ops"] if op["source"]
+        )
+        self.assertFalse(render_diff.diff(self.default, b).unrelated)
+        rc, _, _ = run_cli("diff", a_path, self.save("b2.json", b))
+        self.assertEqual(rc, 0)
+
     def test_ops_are_matched_by_target_and_line_not_by_name(self):
         b = copy.deepcopy(self.no_fusion)
         graph = b["graphs"][0]
