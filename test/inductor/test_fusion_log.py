@@ -23,7 +23,7 @@ import torch._dynamo
 from torch._inductor import fusion_report
 from torch._inductor.fusion_remarks import recorder as fusion_recorder
 from torch._inductor.test_case import run_tests, TestCase
-from torch._inductor.utils import run_and_get_code
+from torch._inductor.utils import fresh_cache, run_and_get_code
 from torch.testing._internal.logging_utils import LoggingTestCase, make_logging_test
 
 
@@ -96,6 +96,40 @@ class TestFusionLogLevels(LoggingTestCase):
         listed = [tuple(line.split(":")[0].strip().split(" + ")) for line in lines[1:]]
         self.assertEqual(sorted(listed), sorted(distinct))
         self.assertIn("op0 + op1: rejected, cpp_reduction_producer", pairs)
+
+    @make_logging_test(fusion=True)
+    def test_verbose_log_after_a_cache_hit_says_what_needs_a_fresh_compile(
+        self, records
+    ):
+        """A graph replayed from the FX graph cache skipped the scheduler, so
+        upstream's dumps are missing: the pairs' line says so and how to get
+        them; a graph of one scheduler node says why there is no pair."""
+        x = torch.randn(64)
+        with (
+            mock.patch.dict(os.environ, {"TORCH_LOGS": "+fusion"}),
+            fresh_cache(),
+            torch._inductor.config.patch(fx_graph_cache=True),
+        ):
+            for _ in range(2):
+                torch._dynamo.reset()
+                torch.compile(lambda x: torch.sin(x) + torch.cos(x))(x)
+        first, replayed = [
+            m for m in fusion_messages(records) if "evaluated pairs" in m
+        ]
+        why = "0 evaluated pairs: the scheduler had 1 node, nothing to pair"
+        self.assertEqual(first, f"graph 0/0: {why}")
+        self.assertEqual(
+            replayed.splitlines(),
+            [
+                f"graph 0/0: {why}",
+                "  replayed from the FX graph cache: the pairs recorded when it was "
+                "compiled; upstream's scheduler dumps of +fusion need a fresh "
+                "compile (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1)",
+            ],
+        )
+        # the scheduler dumped its rounds for the first compile only
+        rounds = [r for r in records if "attempting fusion" in r.getMessage()]
+        self.assertEqual(len(rounds), 1)
 
 
 class TestFusionLogSummary(TestCase):

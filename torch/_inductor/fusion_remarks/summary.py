@@ -256,7 +256,20 @@ def render_evaluated_pairs(graph: dict[str, Any]) -> str:
     pairs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for pair in graph.get("evaluated_pairs", []):
         pairs.setdefault((str(pair["first"]), str(pair["second"])), []).append(pair)
-    lines = [f"graph {graph['compile_id']}: {len(pairs)} evaluated pairs"]
+    head = f"graph {graph['compile_id']}: {len(pairs)} evaluated pairs"
+    nodes = graph.get("scheduler_nodes_before_fusion")
+    if not pairs and isinstance(nodes, int) and nodes < 2:
+        head += (
+            f": the scheduler had {nodes} node{'' if nodes == 1 else 's'}, "
+            "nothing to pair"
+        )
+    lines = [head]
+    if graph.get("cache") == "replayed":
+        lines.append(
+            "  replayed from the FX graph cache: the pairs recorded when it was "
+            "compiled; upstream's scheduler dumps of +fusion need a fresh compile "
+            "(TORCHINDUCTOR_FORCE_DISABLE_CACHES=1)"
+        )
     for (first, second), tries in pairs.items():
         last = tries[-1]
         verdict = "fused" if last["fused"] else f"rejected, {last['reason']}"
