@@ -30,6 +30,7 @@ import torch
 import torch._dynamo
 from fusion_viewer import cli, diff as render_diff, html, store, study
 from torch._inductor import fusion_report
+from torch._inductor.fusion_remarks import summary as fusion_summary
 from torch._inductor.test_case import run_tests, TestCase
 
 
@@ -195,12 +196,25 @@ class TestFusionReportCli(TestCase):
             captured = json.load(f)
         self.assertEqual([g["compile_id"] for g in captured["graphs"]], ["0/0", "1/0"])
 
-        # tlparse reads the trace and lists the fusion artifact of each graph.
+        # tlparse reads the trace, by the command the docs give for a
+        # TORCH_TRACE folder (its newest log), and lists the fusion artifacts
+        # of each graph.
         logs = glob.glob(os.path.join(trace, "*.log"))
         self.assertEqual(len(logs), 1, os.listdir(trace))
         tl_out = os.path.join(self.tmp, "tl_out")
         proc = subprocess.run(
-            [TLPARSE, logs[0], "-o", tl_out, "--no-browser"],
+            [
+                "sh",
+                "-c",
+                'tlparse "$(ls -t "$TORCH_TRACE"/*.log | head -n 1)" -o tl_out '
+                "--no-browser",
+            ],
+            cwd=self.tmp,
+            env=dict(
+                os.environ,
+                TORCH_TRACE=trace,
+                PATH=os.pathsep.join([os.path.dirname(TLPARSE), os.environ["PATH"]]),
+            ),
             capture_output=True,
             text=True,
             timeout=300,
@@ -216,6 +230,24 @@ class TestFusionReportCli(TestCase):
                     listed[re.sub(r"_\d+(?=\]$)", "", cid)].append(artifact["url"])
         self.assertEqual(sorted(listed), ["[0/0]", "[1/0]"], directory)
         self.assertEqual([len(urls) for urls in listed.values()], [1, 1])
+        # ... and beside each, the log's summary as a text file
+        texts = {
+            re.sub(r"_\d+(?=\]$)", "", cid): artifact["url"]
+            for cid, entry in directory.items()
+            for artifact in entry["artifacts"]
+            if artifact["name"].startswith("inductor_fusion_summary")
+        }
+        self.assertEqual(sorted(texts), ["[0/0]", "[1/0]"], directory)
+        for cid, graph in zip(("[0/0]", "[1/0]"), captured["graphs"]):
+            self.assertTrue(texts[cid].endswith(".txt"), texts[cid])
+            with open(os.path.join(tl_out, texts[cid])) as f:
+                text = f.read()
+            self.assertEqual(
+                text,
+                f"{fusion_summary.render_graph(graph, costs=True)}\n"
+                f"{fusion_summary.render_evaluated_pairs(graph)}\n",
+            )
+            self.assertTrue(text.startswith(f"graph {graph['compile_id']} (cpu): "))
         with open(os.path.join(tl_out, "index.html")) as f:
             self.assertIn("inductor_fusion_remarks", f.read())
 

@@ -1,8 +1,10 @@
 """The sinks: where an analysed graph report goes.
 
 The active ``fusion_report.capture()`` blocks, the ``fusion`` log artifact
-(rendered as text) and ``TORCH_TRACE`` (the structured artifact
-``inductor_fusion_remarks``, which tlparse lists).
+(rendered as text) and ``TORCH_TRACE``: per graph the structured artifact
+``inductor_fusion_remarks`` (the graph's JSON, which the fusion viewer reads
+back) and beside it ``inductor_fusion_summary`` (the log's text summary with
+the costs and the evaluated pairs), which tlparse shows as a text file.
 """
 
 from __future__ import annotations
@@ -73,5 +75,15 @@ def publish(graph: dict[str, Any], cache: str | None = None) -> None:
         },
         payload_fn=lambda: json.dumps(
             {"schema_version": SCHEMA_VERSION, "graph": graph}, default=str
+        ),
+    )
+    torch._logging.trace_structured(
+        "artifact",
+        metadata_fn=lambda: {
+            "name": "inductor_fusion_summary",
+            "encoding": "string",
+        },
+        payload_fn=lambda: (
+            f"{render_graph(graph, costs=True)}\n{render_evaluated_pairs(graph)}\n"
         ),
     )
