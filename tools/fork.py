@@ -24,8 +24,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fork_export
 import fork_port
-from fork_overlay import (  # noqa: F401  (re-exported for `import fork` users)
+from fork_install import (  # noqa: F401  (re-exported for `import fork` users)
     activate,
+    environment_overlay,
+    foreign_overlay,
+    install,
+    PTH_NAME,
+    pth_line,
+    uninstall,
+)
+from fork_overlay import (  # noqa: F401  (re-exported for `import fork` users)
     build,
     check,
     DEFAULT_RELEASE,
@@ -35,8 +43,6 @@ from fork_overlay import (  # noqa: F401  (re-exported for `import fork` users)
     install_hint,
     load_manifest,
     locate_pristine_torch,
-    PTH_NAME,
-    pth_line,
     refresh,
     REPO,
     run_under_overlay,
@@ -51,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         prog="tools/fork.py", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument(
-        "--overlay", help="overlay directory (default: build/overlay-<release>)"
+        "--overlay",
+        help="overlay directory (default: this environment's: build/overlay-<release> "
+        "for the repository's virtualenvs, <prefix>/fusion-fork/overlay-<release> for "
+        "any other)",
     )
     parser.add_argument(
         "--torch",
@@ -86,6 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("out")
     sub.add_parser(
         "activate", help="put the overlay first on this virtualenv's sys.path"
+    )
+    sub.add_parser(
+        "install",
+        help="build this virtualenv's own overlay and activate it (run it with "
+        "that environment's Python)",
+    )
+    sub.add_parser(
+        "uninstall", help="stock torch again in this virtualenv (its overlay removed)"
     )
     p = sub.add_parser(
         "run", help="build the overlay, then run a command with it on PYTHONPATH"
@@ -136,8 +153,12 @@ def main(argv: list[str] | None = None) -> int:
                 Path(tempfile.gettempdir()) / f"fusion-fork-overlay-{key}-{release}"
             )
         else:
-            overlay = repo / "build" / f"overlay-{release}"
+            overlay = environment_overlay(repo, release, args.cmd == "install")
         fork = Fork(repo, pristine, overlay, release)
+        foreign = foreign_overlay(fork)
+        if foreign and args.cmd in ("build", "activate", "install", "edit"):
+            # another environment's overlay: never rewritten from here
+            raise ForkError(foreign)
         if args.cmd == "build":
             start = time.perf_counter()
             changes = build(fork, discard_edits=args.discard_edits)
@@ -163,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "refresh":
             refresh(fork, args.files, args.feature)
         elif args.cmd == "check":
-            problems = check(fork)
+            problems = [foreign] if foreign else check(fork)
             for line in problems:
                 print(f"FAIL {line}")
             if problems:
@@ -176,11 +197,24 @@ def main(argv: list[str] | None = None) -> int:
             return fork_export.export_command(fork, Path(args.out))
         elif args.cmd == "activate":
             print(f"activated: {activate(fork)}")
+        elif args.cmd == "install":
+            pth = install(fork)
+            print(
+                f"installed: torch {fork.release} at {fork.pristine} with the fusion "
+                f"fork, overlay {fork.overlay}, activated by {pth}"
+            )
+        elif args.cmd == "uninstall":
+            for line in uninstall(fork) or ["nothing to remove"]:
+                print(line)
+            print(f"stock torch {fork.release} at {fork.pristine}")
         elif args.cmd == "run":
             command = args.command[1:] if args.command[:1] == ["--"] else args.command
             return run_under_overlay(fork, command)
         elif args.cmd == "info":
             print(json.dumps(load_manifest(fork), indent=2))
+            if foreign:
+                print(f"warning: {foreign}", file=sys.stderr)
+                return 1
     except ForkError as e:
         print(f"tools/fork.py: error: {e}", file=sys.stderr)
         return 2

@@ -35,7 +35,6 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 
@@ -49,7 +48,6 @@ REPO = Path(__file__).resolve().parent.parent
 SUPPORTED_RELEASES = ("2.15.0", "2.14.1")
 DEFAULT_RELEASE = SUPPORTED_RELEASES[0]
 MANIFEST = Path(".fork") / "manifest.json"
-PTH_NAME = "fusion_fork_overlay.pth"
 # Directories of ours that exist upstream at the same paths and go into an
 # upstream pull request.  tools/ is the fork's own tooling and stays here.
 IGNORED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".ruff_cache"})
@@ -670,52 +668,7 @@ def inside(path: Path, root: Path) -> bool:
 
 
 # ---------------------------------------------------------------------------
-# Activation and running
-
-
-def pth_line(overlay: Path) -> str:
-    """The .pth line that puts ``overlay`` first on sys.path, ahead of
-    PYTHONPATH, unless FUSION_FORK_DISABLE is 1 or true (stock torch in the
-    same virtualenv, to compare; importing a fork module then says why).
-
-    The line loads the fork's switch parser from the overlay by its path
-    (``torch/_inductor/fusion_switches.py``, which imports no torch; through
-    its loader rather than ``importlib.util``, which would cost every start
-    of Python some milliseconds) and calls its ``activate``.  Whatever goes
-    wrong there (an overlay removed, say) is one line on stderr and stock
-    torch, never a broken interpreter start; a bad FUSION_FORK_DISABLE
-    leaves the fork on, so that importing ``torch._inductor.config`` names
-    it, as it does every switch.
-    """
-    switches = overlay / "torch" / "_inductor" / "fusion_switches.py"
-    code = (
-        "try:\n"
-        " from importlib.machinery import SourceFileLoader\n"
-        " m = type(sys)('_fusion_fork_switches')\n"
-        f" m.__file__ = {str(switches)!r}\n"
-        " SourceFileLoader(m.__name__, m.__file__).exec_module(m)\n"
-        f" m.activate({str(overlay)!r})\n"
-        "except Exception as e:\n"
-        " sys.stderr.write('fusion fork: not activated, stock torch (%s: %s); '\n"
-        "  'rebuild it with tools/fork.py build\\n' % (type(e).__name__, e))\n"
-    )
-    # exec in a namespace of its own: site.py runs .pth lines inside its code
-    return f"import sys; exec({code!r}, {{'sys': sys}})\n"
-
-
-def activate(fork: Fork) -> Path:
-    """Put the overlay first on sys.path of this virtualenv through a .pth file."""
-    if sys.prefix == sys.base_prefix:
-        raise ForkError(
-            f"{sys.executable} is not a virtualenv's interpreter; refusing to change it.\n"
-            "  Use `make develop` (which makes .venv), or PYTHONPATH=<overlay> for another Python."
-        )
-    site = Path(sysconfig.get_paths()["purelib"])
-    pth = site / PTH_NAME
-    line = pth_line(fork.overlay)
-    if not pth.exists() or pth.read_text() != line:
-        pth.write_text(line)
-    return pth
+# Running (activating in a virtualenv is fork_install's)
 
 
 def run_under_overlay(fork: Fork, command: list[str]) -> int:

@@ -227,10 +227,23 @@ class TestReadmeLogExample(TestCase):
 
     def readme_blocks(self):
         text = (REPO / "README.md").read_text()
-        section = text[text.index("## Fusion remarks") :]
+        section = text[text.index("## Quick start") :]
         program = re.search(r"```python\n(.*?)```", section, re.S).group(1)
         output = re.search(r"```text\n(.*?)```", section, re.S).group(1)
         return program, output
+
+    def test_quick_start_reaches_the_log_within_60_lines(self):
+        """The README starts with the answer: install (both routes), the
+        command, and the log's output, all within its first 60 lines; the
+        commands are the ones tests run (this class runs the example;
+        tools/test/test_fork_install.py runs ``tools/fork.py install``)."""
+        head = (REPO / "README.md").read_text().splitlines()[:60]
+        text = "\n".join(head)
+        self.assertIn("## Quick start", text)
+        self.assertIn("make develop", text)
+        self.assertIn("bin/python tools/fork.py install", text)
+        self.assertIn("TORCH_LOGS=fusion python example.py", text)
+        self.assertTrue(any(line.startswith("[__fusion] graph ") for line in head))
 
     def test_readme_example_output(self):
         program, expected = self.readme_blocks()

@@ -251,7 +251,8 @@ class TestBuild(FakeForkTestCase):
             lines[0],
             r"^fusion fork: not activated, stock torch \(FileNotFoundError: .*"
             r"removed-overlay/torch/_inductor/fusion_switches\.py'\); "
-            r"rebuild it with tools/fork\.py build$",
+            r"reinstall it with this environment's Python: "
+            r"python tools/fork\.py install$",
         )
 
     def test_rebuild_is_idempotent(self) -> None:
@@ -602,7 +603,7 @@ def activated_overlay() -> str | None:
     pth = Path(sysconfig.get_paths()["purelib"]) / fork.PTH_NAME
     if sys.prefix == sys.base_prefix or not pth.exists():
         return None
-    found = re.search(r"m\.activate\((['\"])(.+?)\1\)", pth.read_text())
+    found = re.search(r"m\.activate\((['\"])(.+?)\1[,)]", pth.read_text())
     return found.group(2) if found else None
 
 

@@ -229,6 +229,26 @@ def fork_disabled(environ: Mapping[str, str] | None = None) -> bool:
     return env_bool(FORK_DISABLE, False, environ)
 
 
+def _overlay_problem(overlay: str, torch_dir: str) -> str | None:
+    """Why ``overlay`` cannot serve the torch at ``torch_dir``, or None.
+
+    The overlay's ``torch/__init__.py`` is a link to its torch's own file:
+    one ``realpath``, cheap enough for every interpreter start.
+    """
+    entry = os.path.join(overlay, "torch", "__init__.py")
+    if not os.path.lexists(entry):
+        return f"no overlay at {overlay}"
+    target = os.path.realpath(entry)
+    if not os.path.exists(target):
+        return f"the overlay {overlay} leads to {target}, which is gone"
+    if target != os.path.realpath(os.path.join(torch_dir, "__init__.py")):
+        return (
+            f"the overlay {overlay} is built for the torch at "
+            f"{os.path.dirname(target)}, not this environment's {torch_dir}"
+        )
+    return None
+
+
 class ForkDisabledFinder:
     """The last entry of ``sys.meta_path`` while the fork is off: asked only
     for modules no other finder found, it turns a missing fork module into an
@@ -255,7 +275,11 @@ class ForkDisabledFinder:
         pass
 
 
-def activate(overlay: str, environ: Mapping[str, str] | None = None) -> None:
+def activate(
+    overlay: str,
+    environ: Mapping[str, str] | None = None,
+    torch_dir: str | None = None,
+) -> None:
     """What the fork's ``.pth`` line does at interpreter start.
 
     Fork on (``FUSION_FORK_DISABLE`` unset, empty, 0 or false): the overlay
@@ -263,8 +287,22 @@ def activate(overlay: str, environ: Mapping[str, str] | None = None) -> None:
     fork module raises an ImportError naming the variable.  A bad value leaves
     the fork on, so that importing ``torch._inductor.config`` stops with the
     one-line error every switch gives; Python itself still starts.
+
+    ``torch_dir`` is the torch this environment's overlay was installed for
+    (``tools/fork.py install``).  An overlay whose torch is another one (its
+    links lead elsewhere, or nowhere: that environment moved away) is not
+    put on ``sys.path``: this process runs stock torch and says so in one
+    line, rather than mixing two installations.
     """
     env = _environ(environ)
+    if torch_dir is not None:
+        problem = _overlay_problem(overlay, torch_dir)
+        if problem is not None:
+            sys.stderr.write(
+                f"fusion fork: not activated, stock torch: {problem}; reinstall "
+                "it with this environment's Python: python tools/fork.py install\n"
+            )
+            return
     try:
         off = fork_disabled(env)
     except ValueError:
