@@ -46,6 +46,12 @@ BENCHMARKS = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "
 PASS_ON = {"launch_bound_combo_kernels": True}
 
 
+def small_branch_inputs():
+    """Inputs of :func:`independent_branches` whose four kernels are all
+    launch-bound under the default limit."""
+    return torch.randn(64), torch.randn(65), torch.randn(6, 11), torch.randn(8)
+
+
 def independent_branches(a, b, c, big):
     # Four independent kernels: no data shared, so stock Inductor keeps all
     # four apart (no_shared_data); a, b and c are small, big is not.
@@ -224,7 +230,7 @@ class TestLaunchBoundComboCpu(TestCase):
         def fail(node):
             raise RuntimeError(f"no estimate for {node.get_name()}")
 
-        inputs = (torch.randn(64), torch.randn(65), torch.randn(6, 11), torch.randn(8))
+        inputs = small_branch_inputs()
         torch._dynamo.reset()
         _, stock = run_and_get_code(torch.compile(independent_branches), *inputs)
         torch._dynamo.reset()
@@ -291,13 +297,7 @@ class TestLaunchBoundComboCpu(TestCase):
             mock.patch.object(launch_bound_combo, "group_nodes", record),
             config.patch({**PASS_ON, "combo_kernel_peak_memory_pct_threshold": 0.05}),
         ):
-            capture(
-                independent_branches,
-                torch.randn(64),
-                torch.randn(65),
-                torch.randn(6, 11),
-                torch.randn(8),
-            )
+            capture(independent_branches, *small_branch_inputs())
         ((groups, gate),) = seen
         self.assertEqual([groups], made)
         self.assertEqual([len(g) for g in groups], [4])
@@ -314,13 +314,7 @@ class TestLaunchBoundComboCpu(TestCase):
         with config.patch(
             combo_kernels=True, combo_kernel_peak_memory_pct_threshold=0.05
         ):
-            capture(
-                independent_branches,
-                torch.randn(64),
-                torch.randn(65),
-                torch.randn(6, 11),
-                torch.randn(8),
-            )
+            capture(independent_branches, *small_branch_inputs())
         ((_, gate),) = seen
         self.assertEqual(gate, 0.05)
 
@@ -345,13 +339,7 @@ class TestLaunchBoundComboCpu(TestCase):
         seen = self.step_seen()
         torch._dynamo.reset()
         with config.patch({**PASS_ON, "combo_kernels": True}):
-            _, graphs = capture(
-                independent_branches,
-                torch.randn(64),
-                torch.randn(65),
-                torch.randn(6, 11),
-                torch.randn(8),
-            )
+            _, graphs = capture(independent_branches, *small_branch_inputs())
         self.assertEqual([groups for groups, _ in seen], [[]])
         self.assertEqual(len(mine_calls), 1)
         self.assertIs(
