@@ -52,14 +52,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from fusion_viewer.study import (
-    fmt_fusible,
-    fmt_launches,
-    fmt_mb,
-    fmt_ms,
-    top_reasons,
-    write_pages,
-)
+from fusion_viewer.study import fmt_mb, summary_markdown, top_reasons, write_pages
 
 
 HERE = Path(__file__).resolve().parent
@@ -146,6 +139,8 @@ def run_case(
     row["family"] = spec.family
     train = case.step == "training"
     model, inputs = build_model(case.model, device, shapes, train)
+    # The input shapes, for the index's note on timings (what "ci" shapes are).
+    row["inputs"] = [list(t.shape) for t in inputs if isinstance(t, torch.Tensor)]
     eager_step = model_step(model, model, inputs, train)
     expected = eager_step()
     torch._dynamo.reset()
@@ -404,6 +399,9 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "study_version": STUDY_VERSION,
         "device": args.device,
         "device_name": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
+        # What a step ran on, for the index's note on timings.
+        "threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
         "torch": torch.__version__,
         "fork": str(getattr(torch.version, "fork", "")),
         "shapes": args.shapes,
@@ -459,104 +457,6 @@ def suite_tables(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-ROW_COLUMNS = (
-    "case",
-    "family",
-    "graphs",
-    "breaks",
-    "ops",
-    "unfused ops",
-    "kernels gen/ext",
-    "boundaries",
-    "heuristic",
-    "fusible",
-    "boundary MB",
-    "eager ms",
-    "compiled ms",
-    "speed-up",
-    "launches eager/compiled",
-    "top reasons",
-)
-
-
-def _row_cells(r: dict[str, Any]) -> list[str]:
-    if r.get("status") != "ok":
-        return [r["case"], r.get("family", "-"), "FAILED: " + r["error"][:160]] + [
-            ""
-        ] * (len(ROW_COLUMNS) - 3)
-    return [
-        r["case"],
-        r["family"],
-        str(r["graphs"]),
-        str(r["graph_breaks"]),
-        str(r["ops"]),
-        str(r.get("unfused_ops", "-")),
-        f"{r['kernels_generated']}/{r['kernels_extern']}",
-        str(r["boundaries"]),
-        str(r["heuristic_boundaries"]),
-        fmt_fusible(r),
-        fmt_mb(r["boundary_bytes"]),
-        fmt_ms(r.get("eager_ms")),
-        fmt_ms(r.get("compiled_ms")),
-        "-" if r.get("speedup") is None else f"{r['speedup']:.2f}",
-        fmt_launches(r),
-        top_reasons(r),
-    ]
-
-
-def markdown(settings: dict[str, Any], rows: list[dict], suite: dict) -> str:
-    lines = [
-        "# Fusion study",
-        "",
-        f"{settings['device_name']}, torch {settings['torch']} {settings['fork']}, "
-        f"shapes {settings['shapes']}; timing: {settings['timing']}, "
-        f"{settings['repeats']} steps after warm-up.",
-        "",
-        f"Command: `{settings['command']}`",
-        "",
-        "| " + " | ".join(ROW_COLUMNS) + " |",
-        "|" + "---|" * len(ROW_COLUMNS),
-    ]
-    lines += ["| " + " | ".join(_row_cells(r)) + " |" for r in rows]
-    lines += [
-        "",
-        f"Unexplained boundaries (coverage violations): {suite['unexplained']}."
-        + (f" Failed cases: {', '.join(suite['failed'])}." if suite["failed"] else ""),
-        "",
-        "## Top reasons, suite-wide",
-        "",
-        "| reason | category | boundaries | MB moved | cases |",
-        "|---|---|---|---|---|",
-    ]
-    lines += [
-        f"| {m['reason']} | {m['category']} | {m['count']} | {fmt_mb(m['bytes'])} | {m['cases']} |"
-        for m in suite["by_count"][:12]
-    ]
-    lines += [
-        "",
-        "## Top reasons by bytes moved",
-        "",
-        "| reason | category | MB moved | boundaries |",
-        "|---|---|---|---|",
-    ]
-    lines += [
-        f"| {m['reason']} | {m['category']} | {fmt_mb(m['bytes'])} | {m['count']} |"
-        for m in suite["by_bytes"][:8]
-        if m["bytes"]
-    ]
-    for family, table in suite["by_family"].items():
-        lines += ["", f"## Top reasons: {family}", ""]
-        lines += [
-            "| reason | category | boundaries | MB moved |",
-            "|---|---|---|---|",
-        ]
-        lines += [
-            f"| {m['reason']} | {m['category']} | {m['count']} | {fmt_mb(m['bytes'])} |"
-            for m in table[:6]
-        ]
-    return "\n".join(lines) + "\n"
-
-
 def write_outputs(
     out: Path, settings: dict[str, Any], rows: list[dict], pages: bool = True
 ) -> dict[str, Any]:
@@ -566,7 +466,7 @@ def write_outputs(
     suite = suite_tables(rows)
     study = {"settings": settings, "rows": rows, "suite": suite}
     (out / "study.json").write_text(json.dumps(study, indent=1, default=str) + "\n")
-    (out / "summary.md").write_text(markdown(settings, rows, suite))
+    (out / "summary.md").write_text(summary_markdown(settings, rows, suite))
     write_pages(out, settings, rows, suite, case_pages=pages)
     return study
 

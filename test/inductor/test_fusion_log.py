@@ -10,6 +10,8 @@ through the fork and compares with the generated code; the README's log
 example is run and compared line by line.
 """
 
+import copy
+import functools
 import os
 import re
 import subprocess
@@ -22,6 +24,8 @@ import torch
 import torch._dynamo
 from torch._inductor import fusion_report
 from torch._inductor.fusion_remarks import recorder as fusion_recorder
+from torch._inductor.fusion_remarks.analysis import coverage_violations
+from torch._inductor.fusion_remarks.summary import render_graph
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import fresh_cache, run_and_get_code
 from torch.testing._internal.logging_utils import LoggingTestCase, make_logging_test
@@ -41,6 +45,40 @@ def add_mul_relu_sin_sum(x):
 def two_convs(x, w1, w2):
     conv2d = torch.nn.functional.conv2d
     return conv2d(torch.relu(conv2d(x, w1, padding=1)), w2, padding=1)
+
+
+def masked_attention(x, w):
+    """GPT-2's attention, small: q, k and v are three slices of one matmul."""
+    q, k, v = (x @ w).split(16, dim=2)
+    q, k, v = (t.view(2, 8, 2, 8).transpose(1, 2) for t in (q, k, v))
+    mask = torch.tril(torch.ones(8, 8)) == 0
+    att = (q @ k.transpose(-2, -1)).masked_fill(mask, float("-inf")).softmax(-1)
+    return att @ v
+
+
+def rows_twice(x):
+    return x.new_ones(x.shape[0] * 2, 4).sum(0) + torch.cat([x, x]).mean(0)
+
+
+def twelve_pointwise_ops(x):
+    for i in range(12):
+        x = x.sin() if i % 2 else x.cos()
+    return x
+
+
+@functools.cache
+def conv_training_step():
+    """The capture of a convolution's forward and backward graphs (the
+    backward computes convolution_backward's gradient input in a generated
+    kernel) and their summary, compiled once."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 4, 3)
+    with fusion_report.capture() as rep:
+        torch.compile(lambda x: torch.relu(conv(x)).div(3).sum())(
+            torch.randn(2, 3, 8, 8)
+        ).backward()
+    return rep.to_json(), rep.summary()
 
 
 def fusion_messages(records, level=None):
@@ -220,6 +258,150 @@ class TestFusionLogSummary(TestCase):
         with fusion_report.capture() as rep:
             pass
         self.assertIn("no compiled graph", rep.summary())
+
+
+class TestFusionLogLabels(TestCase):
+    """Each label says what the generated code does."""
+
+    def capture(self, fn, *args, **compile_kwargs):
+        torch._dynamo.reset()
+        with fusion_report.capture() as rep:
+            torch.compile(fn, **compile_kwargs)(*args)
+        return rep
+
+    def test_extern_call_lists_what_it_computes_and_names_its_inputs(self):
+        data, summary = conv_training_step()
+        (backward,) = [
+            g for g in data["graphs"] if g["compile_id"].endswith(" backward")
+        ]
+        (call,) = [k for k in backward["kernels"] if k["kind"] == "fallback"]
+        # Inductor's origins of the call also name the ops of its unrealized
+        # input (the relu gradient), which a generated kernel computes
+        self.assertEqual(call["ops"], ["convolution_backward"])
+        ops = {op["name"]: op for op in backward["ops"]}
+        inputs = [n for n in call["input_ops"] if ops[n]["computes"]]
+        self.assertIn("where", inputs)
+        makers = {k for n in inputs for k in ops[n]["kernels"]}
+        self.assertEqual(
+            {k["kind"] for k in backward["kernels"] if k["name"] in makers}, {"cpp"}
+        )
+        (function,) = {
+            k["function"] for k in backward["kernels"] if k["name"] in makers
+        }
+        self.assertIn(function, backward["kernel_sources"])
+        (line,) = [x for x in summary.splitlines() if "(fallback call)" in x]
+        computed, _, rest = line.partition("(fallback call): ")[2].partition("; ")
+        self.assertEqual(computed, "convolution_backward")
+        self.assertTrue(rest.startswith(f"inputs from {function}: "), line)
+        for name in inputs:
+            self.assertIn(name, rest)
+        # the value crosses from that kernel into the call: a boundary, unless
+        # a generated kernel computes part of convolution_backward too (2.14.1
+        # lowers its bias gradient into the kernel that computes `where`), in
+        # which case that kernel holds both ends of the edge
+        boundaries = [
+            (b["producer"], b["consumer"], b["reason"]) for b in backward["boundaries"]
+        ]
+        kinds = {k["name"]: k["kind"] for k in backward["kernels"]}
+        generated_too = any(
+            kinds[k] == "cpp" for k in ops["convolution_backward"]["kernels"]
+        )
+        crossing = ("where", "convolution_backward", "fallback_kernel")
+        if generated_too:
+            self.assertTrue(
+                set(ops["where"]["kernels"])
+                & set(ops["convolution_backward"]["kernels"])
+            )
+            self.assertNotIn(crossing, boundaries)
+        else:
+            self.assertIn(crossing, boundaries)
+        self.assertEqual(coverage_violations(backward), [])
+        # `where` is computed once; convolution_backward twice only where a
+        # generated kernel does part of it
+        recomputed = [
+            op
+            for r in backward["remarks"]
+            if r["reason"] == "recomputed"
+            for op in r["ops"]
+        ]
+        self.assertEqual(recomputed, ["convolution_backward"] if generated_too else [])
+
+    def test_copies_of_graph_inputs_are_named_copies(self):
+        data, summary = conv_training_step()
+        forward = data["graphs"][0]
+        ops = {op["name"] for op in forward["ops"]}
+        # the loop nests that copy the input and weight to channels-last:
+        # Inductor's origins name only the graph input each copies
+        copies = [k for k in forward["kernels"] if k["copy_for"] == ["convolution"]]
+        self.assertEqual(len(copies), 2, summary)
+        for k in copies:
+            self.assertEqual([n for n in k["ops"] if n in ops], ["convolution"])
+            self.assertIn(k["function"], forward["kernel_sources"])
+        self.assertIn(
+            "[op0] layout copy for convolution | [op1] layout copy for convolution",
+            summary,
+        )
+        self.assertNotRegex(summary, r"\] -( |$)")
+
+    def test_shared_input_pairs_are_named_by_the_ops_they_compute(self):
+        rep = self.capture(masked_attention, torch.randn(2, 8, 16), torch.randn(16, 48))
+        graph = rep.graphs[0]
+        ops = {op["name"]: op for op in graph["ops"]}
+        kernels = {k["name"]: k for k in graph["kernels"]}
+        shared = [b for b in graph["boundaries"] if b["relation"] == "shared_input"]
+        # the three copies of q, k and v all read the matmul's output
+        # through its view: each pair is named by the copies, not the view
+        self.assertEqual(
+            sorted((b["producer"], b["consumer"]) for b in shared),
+            [("clone", "clone_1"), ("clone", "clone_2"), ("clone_1", "clone_2")],
+        )
+        for b in shared:
+            for op, kernel in zip((b["producer"], b["consumer"]), b["kernels"]):
+                self.assertTrue(ops[op]["computes"])
+                self.assertIn(op, kernels[kernel]["ops"])
+
+    def test_shared_input_pairs_alike_are_one_line(self):
+        rep = self.capture(masked_attention, torch.randn(2, 8, 16), torch.randn(16, 48))
+        graph = copy.deepcopy(rep.graphs[0])
+        # as if two more pairs of loop nests were refused between the same
+        # two ops (a kernel computing an op another also computes)
+        (first, *_) = [
+            b for b in graph["boundaries"] if b["relation"] == "shared_input"
+        ]
+        for kernels in (["opA", "opB"], ["opC", "opD"]):
+            graph["boundaries"].append(dict(first, kernels=kernels))
+        lines = [x for x in render_graph(graph).splitlines() if " || " in x]
+        self.assertEqual(len(lines), 3)
+        self.assertTrue(
+            lines[0].endswith(
+                "(and 2 more pairs of kernels alike: opA + opB and opC + opD)"
+            ),
+            lines[0],
+        )
+
+    def test_a_size_computed_by_its_users_is_said_in_words(self):
+        rep = self.capture(rows_twice, torch.randn(5, 4), dynamic=True)
+        graph = rep.graphs[0]
+        (mul,) = [op for op in graph["ops"] if op["name"] == "mul"]
+        self.assertEqual((mul["eliminated"], mul["kernels"]), ("symbolic_scalar", []))
+        self.assertIn(
+            "\n  mul: no kernel: a size (a scalar of symbolic shapes), not a tensor: "
+            "each kernel or wrapper line that uses it computes its expression",
+            rep.summary(),
+        )
+        # the kernel's loop runs to twice the rows: it computes x.shape[0] * 2
+        (source,) = graph["kernel_sources"].values()
+        self.assertRegex(source, r"x\d+<static_cast<int64_t>\(2L\*ks0\)")
+
+    def test_long_lists_fold(self):
+        rep = self.capture(twelve_pointwise_ops, torch.randn(16))
+        (kernel,) = rep.graphs[0]["kernels"]
+        self.assertEqual(len(kernel["ops"]), 12)  # the JSON names every op
+        self.assertIn(
+            "[op0] (cpp): cos, sin, cos_1, sin_1, cos_2, sin_2, cos_3, sin_3 and 4 "
+            "more, inlined into one loop nest at lowering",
+            rep.summary(),
+        )
 
 
 class TestReadmeLogExample(TestCase):

@@ -33,7 +33,8 @@ LAYERS = {
     "taxonomy": 0,
     "model": 1,
     "recorder": 2,
-    "analysis": 3,
+    "kernels": 3,  # the kernels and their ops (recorder for its types only)
+    "analysis": 4,
     "costs": 1,  # pricing boundaries (imports nothing of the package)
     "summary": 4,  # the text summary (the pages are the fusion viewer's)
     "graph_breaks": 6,

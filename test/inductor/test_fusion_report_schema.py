@@ -201,6 +201,25 @@ class TestFusionReportSchema(TestCase):
 
     # -- corrupted documents -------------------------------------------------
 
+    def test_extern_input_ops_are_described(self):
+        # the MLP's matmuls read values generated kernels compute (the
+        # layer norm, the gelu): the calls name them as inputs, not as ops
+        data = report("training_step")
+        found = [
+            (g, k)
+            for g, graph in enumerate(data["graphs"])
+            for k, kernel in enumerate(graph["kernels"])
+            if kernel.get("input_ops")
+        ]
+        self.assertTrue(found)
+        for g, k in found:
+            kernel = data["graphs"][g]["kernels"][k]
+            self.assertIn(kernel["kind"], ("extern", "fallback"))
+            self.assertFalse(set(kernel["input_ops"]) & set(kernel["ops"]))
+        g, k = found[0]
+        data["graphs"][g]["kernels"][k]["input_ops"] = "addmm"
+        self.assertRejected(data, f"$.graphs[{g}].kernels[{k}].input_ops")
+
     def test_wrong_category_is_rejected(self):
         data = report("training_step")
         graph = next(i for i, g in enumerate(data["graphs"]) if g["boundaries"])

@@ -7,6 +7,7 @@ of a user's file (``--extra-models``): a model that fails to compile and one
 with a Dynamo graph break.
 """
 
+import html
 import json
 import os
 import re
@@ -17,7 +18,12 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from fusion_viewer.study import index_html
+from fusion_viewer.study import (
+    fmt_inputs,
+    index_html,
+    slower_cases,
+    summary_markdown,
+)
 from torch._inductor.test_case import run_tests, TestCase
 
 
@@ -136,6 +142,65 @@ class TestStudyHarness(TestCase):
             for r in combined["rows"]:
                 self.assertGreater(r["eager_ms"], 0)
                 self.assertGreater(r["compiled_ms"], 0)
+            self.check_answers_lead(tmp / "single", single)
+
+    def check_answers_lead(self, out: Path, single: dict) -> None:
+        """The index and summary.md open on the fusion answers, counted from
+        the rows; a compiled-slower note comes last, with the study's numbers."""
+        index = (out / "index.html").read_text()
+        found = {
+            k: html.unescape(v)
+            for k, v in re.findall(
+                r'<li data-answer="(\w+)"><b>\w+</b>: ([^<]*)</li>', index
+            )
+        }
+        self.assertEqual(list(found), ["kernels", "boundaries", "reasons", "coverage"])
+        ok = single["rows"]
+        self.assertIn(
+            f"compiled {sum(r['ops'] for r in ok)} computing aten ops into "
+            f"{sum(r['kernels'] for r in ok)} kernels",
+            found["kernels"],
+        )
+        self.assertIn(
+            f"{sum(r['boundaries'] for r in ok)} kernel boundaries", found["boundaries"]
+        )
+        top = single["suite"]["by_count"][0]
+        self.assertIn(
+            f"Most frequent: {top['reason']} {top['count']}", found["reasons"]
+        )
+        self.assertIn("0 unexplained", found["coverage"])
+        self.assertLess(index.index('id="answers"'), index.index('class="cases"'))
+        summary = (out / "summary.md").read_text()
+        self.assertLess(summary.index("## Answers"), summary.index("## Cases"))
+        # What the note on timings says is recorded: inputs, threads, cores.
+        rows = {r["case"]: dict(r) for r in ok}
+        self.assertEqual(rows["sin_cos-inference-default"]["inputs"], [[64, 64]])
+        settings = single["settings"]
+        self.assertGreater(settings["threads"], 0)
+        self.assertEqual(settings["cpu_count"], os.cpu_count())
+        if not slower_cases(ok):  # a measurement: make one case slower
+            slow = rows["sin_cos-inference-default"]
+            slow.update(compiled_ms=2 * slow["eager_ms"], speedup=0.5)
+        timed = list(rows.values())
+        page = index_html(settings, timed, study.suite_tables(timed))
+        (note,) = re.findall(r'<div class="caveat" id="slower">(.*?)</div>', page, re.S)
+        self.assertLess(
+            page.index("Top reasons, suite-wide"), page.index('id="slower"')
+        )
+        threads = settings["threads"]
+        self.assertIn(
+            f"on cpu with {threads} thread{'s' * (threads != 1)} on a machine of "
+            f"{os.cpu_count()} core",
+            html.unescape(note),
+        )
+        self.assertIn("at the ci shapes", note)
+        for r in slower_cases(timed):
+            (cells,) = re.findall(rf'<tr data-case="{r["case"]}">(.*?)</tr>', note)
+            self.assertIn(f"<td>{fmt_inputs(r)}</td>", cells)
+            self.assertIn(f"{r['eager_ms']:.3f}", cells)
+            self.assertIn(f"{r['compiled_ms']:.3f}", cells)
+        text = summary_markdown(settings, timed, study.suite_tables(timed))
+        self.assertLess(text.index("## Top reasons"), text.index("## Timings"))
 
     def test_failing_model_is_reported_and_the_study_goes_on(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -356,10 +421,21 @@ class TestStudyIndex(TestCase):
             },
         ]
         page = self.index(rows)
-        (caveat,) = re.findall(r'<p class="caveat" id="slower">(.*?)</p>', page, re.S)
+        (caveat,) = re.findall(
+            r'<div class="caveat" id="slower">(.*?)</div>', page, re.S
+        )
         self.assertIn("slower than eager in 1 of 2 timed cases", caveat)
-        self.assertIn("resnet18-inference-default (0.50\u00d7)", caveat)
+        # Said after the fusion answers and the case table, not before them.
+        self.assertLess(page.index('id="answers"'), page.index('class="cases"'))
+        self.assertLess(page.index('class="cases"'), page.index('id="slower"'))
+        # The slower case with its numbers: eager and compiled ms, speed-up.
+        (row,) = re.findall(r'<tr data-case="([^"]+)">(.*?)</tr>', caveat, re.S)
+        self.assertEqual(row[0], "resnet18-inference-default")
+        self.assertIn("29.300", row[1])
+        self.assertIn("58.600", row[1])
+        self.assertIn("0.50\u00d7", row[1])
         self.assertNotIn("gru-inference-default", caveat)
+        self.assertIn("at the ci shapes (small inputs", caveat)
         cells = re.findall(r'<td class="num slower">(.*?)</td>', page)
         self.assertEqual(len(cells), 1)
         self.assertIn('href="#slower"', cells[0])

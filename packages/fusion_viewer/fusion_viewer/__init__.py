@@ -20,6 +20,9 @@ The package is layered; each module imports only the ones above it here:
 ``source``
     the user's source annotated with remarks, the graph breaks, the
     generated code
+``boundaries``
+    the boundary table of a graph's page: a row per boundary, the columns
+    that have data, no predicted gain where a library call is on one side
 ``diff``
     what fused or split between two captures, as text and as a page
 ``html``

@@ -4,7 +4,8 @@ Three commands, the first two in the manner of LLVM's opt-viewer and opt-diff:
 
 ``render IN -o OUT.html``
     the page ``FusionCapture.save_html`` writes (:mod:`.html`), from a saved
-    capture (JSON) or a ``TORCH_TRACE`` directory (:mod:`.store`);
+    capture (JSON) or a ``TORCH_TRACE`` directory (:mod:`.store`), titled
+    with the input's name (``resnet18.json``: resnet18);
 ``diff A B [-o OUT.html]``
     which kernel boundaries appeared, disappeared or changed reason between
     two captures, and each graph's kernel count (:mod:`.diff`), printed as
@@ -121,7 +122,11 @@ def _render(source: str, output: str, measure: bool = False) -> int:
     data = store.load(source)
     if measure:
         costs.price_measured(data)
-    _write(output, lambda: render_html.save_html(data, output))
+    # Titled with the input's name: "resnet18.json" -> resnet18, a
+    # TORCH_TRACE directory by its own name.
+    name = os.path.basename(os.path.normpath(source))
+    name = name[: -len(".json")] if name.endswith(".json") else name
+    _write(output, lambda: render_html.save_html(data, output, name))
     graphs = data.get("graphs") or []
     print(f"wrote {output}: {len(graphs)} graph{'s' if len(graphs) != 1 else ''}")
     return 0

@@ -7,7 +7,8 @@ and :mod:`.source` all need.  Like the renderers, these read only the report's
 JSON, every field with a default.  The ``fusion`` log's text summary in torch
 (``torch._inductor.fusion_remarks.summary``), which cannot import the viewer,
 keeps its own copy of :func:`fmt_bytes`, :func:`fmt_seconds`,
-:func:`fmt_predicted`, :func:`fmt_cost_model` and :func:`kernel_groups`; a
+:func:`fmt_predicted`, :func:`fmt_cost_model`, :func:`kernel_groups`,
+:func:`fold_names`, :func:`extern_inputs` and :func:`eliminated_words`; a
 test checks that the copies are the same.
 """
 
@@ -17,6 +18,7 @@ import hashlib
 import html
 import os
 import re
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -29,8 +31,12 @@ __all__ = [
     "code_anchors",
     "computing_ops",
     "copied_ops",
+    "eliminated_words",
     "esc",
+    "esc_name",
+    "extern_inputs",
     "fmt_bytes",
+    "fold_names",
     "graph_anchor",
     "graph_links",
     "kernel_groups",
@@ -51,6 +57,15 @@ GRAPH_BREAK = ("graph_break", "legality", "dynamo")
 def esc(value: object) -> str:
     """``value`` as HTML text or attribute value (None as the empty string)."""
     return html.escape("" if value is None else str(value), quote=True)
+
+
+def esc_name(value: object) -> str:
+    """A name (op, kernel, reason code) as HTML text that wraps only between
+    its words: a ``<wbr>`` after each ``_`` and ``.`` not followed by a digit
+    (``convolution_12`` stays whole).  In a narrow table column
+    ``extern_kernel`` then wraps as ``extern_`` / ``kernel``, where CSS that
+    breaks anywhere would cut it as ``extern_kerne`` / ``l``."""
+    return re.sub(r"([_.])(?!\d)", r"\1<wbr>", esc(value))
 
 
 def graph_anchor(compile_id: str) -> str:
@@ -247,6 +262,63 @@ def kernel_groups(graph: dict[str, Any]) -> list[dict[str, Any]]:
         if function:
             by_function[function] = group
     return groups
+
+
+def fold_names(names: Sequence[object], limit: int = 8, last: str = " and ") -> str:
+    """Names for people: ``a, b and c`` (``last`` joins the last two); past
+    ``limit`` names, the first ``limit`` and how many more (``a, b, c and 37
+    more``), so that a line stays readable for a graph of thousands of ops."""
+    words = [str(n) for n in names]
+    if len(words) > limit:
+        return ", ".join(words[:limit]) + f" and {len(words) - limit} more"
+    if len(words) < 2:
+        return "".join(words)
+    return ", ".join(words[:-1]) + last + words[-1]
+
+
+def extern_inputs(
+    kernel: dict[str, Any], graph: dict[str, Any]
+) -> list[tuple[str, list[str]]]:
+    """The computing ops of an extern kernel's ``input_ops`` (the values other
+    kernels compute into its inputs) by the kernel that computes them, in
+    graph order: ``[("cpp_fused_clone_0", ["clone", "iota_4"]), ...]``; a
+    generated kernel is named by its function, an op no kernel computes is
+    under ``""``.  Empty for other kernels and older captures."""
+    ops = {op.get("name"): op for op in graph.get("ops") or []}
+    order = {name: i for i, name in enumerate(ops)}
+    shown = {
+        k.get("name"): str(k.get("function") or k.get("name"))
+        for k in graph.get("kernels") or []
+    }
+    out: dict[str, list[str]] = {}
+    names = sorted(kernel.get("input_ops") or [], key=lambda n: order.get(n, -1))
+    for name in names:
+        op = ops.get(name) or {}
+        if op.get("computes"):
+            by = dict.fromkeys(
+                shown.get(k, str(k))
+                for k in op.get("kernels") or []
+                if k != kernel.get("name")
+            )
+            for source in by or [""]:
+                out.setdefault(source, []).append(str(name))
+    return list(out.items())
+
+
+def eliminated_words(code: object) -> str:
+    """Why a computing op has no kernel (its ``eliminated`` code), in words
+    that say what the generated code does (fusion_remarks.analysis)."""
+    words = {
+        "dead_code": "its value is never used (dead code)",
+        "cat_in_place": "a cat: the kernels computing its inputs write them "
+        "into slices of its output",
+        "removed": "Inductor removed its buffer",
+        "symbolic_scalar": "a size (a scalar of symbolic shapes), not a "
+        "tensor: each kernel or wrapper line that uses it computes its "
+        "expression",
+        "no_kernel": "no kernel names it among its origins",
+    }
+    return words.get(str(code), str(code or ""))
 
 
 def kernel_row_id(slug: str, index: int) -> str:

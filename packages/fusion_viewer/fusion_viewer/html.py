@@ -15,11 +15,16 @@ newer code may lack one).  Made to work at model size (500+ ops):
   folded under it, its source lines, boundaries and a link to its generated
   code (:func:`.source.code_section`, from the optional ``kernel_sources``);
 * every boundary of the graph, each an element with class ``boundary`` and
-  ``data-`` attributes so that tools can find them in the DOM;
+  ``data-`` attributes so that tools can find them in the DOM
+  (:mod:`.boundaries`);
 * folded under them, the picture laid out by Graphviz ``dot``
   (:mod:`.graphviz`; optional: without ``dot`` the page says so);
 * tables of boundaries by reason and category, the graph breaks, and the
   user's source annotated with remarks (:mod:`.source`).
+
+The page is titled with the model or capture it shows (``name``: a study's
+case id, or the file's name); a column that no row has data for is left out,
+and names wrap only between their words (:func:`.common.esc_name`).
 """
 
 from __future__ import annotations
@@ -29,16 +34,17 @@ import functools
 import os
 from typing import Any
 
+from .boundaries import boundary_table, bytes_cell, LIBRARY_KINDS
 from .common import (
     boundary_id,
     check_writable,
     code_anchors,
     computing_ops,
     copied_ops,
+    eliminated_words,
     esc,
-    fmt_bytes,
-    fmt_cost_model,
-    fmt_predicted,
+    esc_name,
+    extern_inputs,
     fmt_seconds,
     GRAPH_BREAK,
     graph_anchor,
@@ -65,8 +71,6 @@ from .source import code_section, graph_break_section, source_section
 __all__ = ["render_html", "save_html"]
 
 
-# Boundary tables with more rows than this start collapsed.
-OPEN_TABLE_ROWS = 40
 # Ops named in a kernel row before the rest are left to its drill-down.
 OPS_IN_SUMMARY = 4
 
@@ -78,22 +82,38 @@ def _asset(name: str) -> str:
         return f.read()
 
 
-def save_html(data: dict[str, Any], path: str | os.PathLike[str]) -> None:
+def save_html(
+    data: dict[str, Any],
+    path: str | os.PathLike[str],
+    name: str | None = None,
+    index_href: str | None = None,
+) -> None:
     """Write :func:`render_html`'s page to ``path`` (UTF-8); a path that cannot
-    be written is an ``OSError`` naming it, raised before the page is made."""
+    be written is an ``OSError`` naming it, raised before the page is made.
+    ``name`` defaults to the file's name without its extension
+    (``resnet18.html``: ``resnet18``), so that ``FusionCapture.save_html``
+    titles the page with what its caller named the file."""
     check_writable(path)
-    write_text(path, render_html(data))
+    if name is None:
+        name = os.path.splitext(os.path.basename(os.fspath(path)))[0]
+    write_text(path, render_html(data, name, index_href))
 
 
-def render_html(data: dict[str, Any]) -> str:
-    """The self-contained HTML page of a capture's JSON (``FusionCapture.to_json()``)."""
+def render_html(
+    data: dict[str, Any], name: str | None = None, index_href: str | None = None
+) -> str:
+    """The self-contained HTML page of a capture's JSON (``FusionCapture.to_json()``).
+
+    ``name``: the model or capture the page shows (a study's case id, a
+    capture's file name), in the page's title and heading; ``index_href``: a
+    link back to the index the page belongs to (a study's ``index.html``)."""
     graphs = list(data.get("graphs") or [])
     breaks = list(data.get("graph_breaks") or [])
     reasons = data.get("reasons") or {}
     slugs = _unique_slugs(graphs)
     colours = [kernel_colours(g) for g in graphs]
 
-    body: list[str] = [_header(data, graphs, slugs)]
+    body: list[str] = [_header(data, graphs, slugs, name, index_href)]
     if not graphs and not breaks:
         # Said once: no tables, legend or source that would each say it again.
         body.append(
@@ -118,11 +138,12 @@ def render_html(data: dict[str, Any]) -> str:
             body.append(_graph_section(data, graph, slug, colour))
         body.append("</section>")
         body.append(source_section(graphs, breaks, slugs, colours))
+    title = f"{name} \u00b7 fusion report" if name else "Fusion report"
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        "<title>Fusion report</title>\n"
+        f"<title>{esc(title)}</title>\n"
         f"<style>{_asset('page.css')}</style>\n"
         "</head><body>\n"
         + "\n".join(body)
@@ -146,11 +167,6 @@ def _unique_slugs(graphs: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _bytes_cell(n: object) -> str:
-    text = fmt_bytes(n)
-    return f'<td class="num" title="{esc(n)}">{esc(text)}</td>' if text else "<td></td>"
-
-
 def _is_extern(kind: object) -> bool:
     return kind in ("extern", "fallback")
 
@@ -163,56 +179,17 @@ def _kernel_counts(graph: dict[str, Any]) -> tuple[int, int]:
     return len(groups) - extern, extern
 
 
-def _format_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return "" if value is None else str(value)
-
-
-def _fusible_check(check: object) -> str:
-    """The forced-fusion experiment's verdict on a boundary, when one was run."""
-    if not check:
-        return ""
-    if not isinstance(check, dict):
-        return esc(check)
-    parts = []
-    for key in ("forced", "correct", "faster"):
-        if key in check:
-            value = check[key]
-            cls = "yes" if value is True else "no" if value is False else ""
-            parts.append(
-                f'<span class="check {cls}">{key}: {esc(_format_value(value))}</span>'
-            )
-    timing = []
-    if check.get("stock_ms") is not None:
-        timing.append(f"stock {_format_value(check['stock_ms'])} ms")
-    if check.get("forced_ms") is not None:
-        timing.append(f"forced {_format_value(check['forced_ms'])} ms")
-    if check.get("speedup") is not None:
-        timing.append(f"speed-up {_format_value(check['speedup'])}\u00d7")
-    if timing:
-        parts.append(f"<span>{esc(', '.join(timing))}</span>")
-    if check.get("detail"):
-        parts.append(f'<span class="detail">{esc(check["detail"])}</span>')
-    return '<div class="fusible-check">' + " ".join(parts) + "</div>"
-
-
-def _fusible(value: object) -> str:
-    if value is True:
-        return "yes"
-    if value is False:
-        return "no"
-    return "unknown" if value is None else esc(value)
-
-
 # ---------------------------------------------------------------- page parts
 
 
 def _header(
-    data: dict[str, Any], graphs: list[dict[str, Any]], slugs: list[str]
+    data: dict[str, Any],
+    graphs: list[dict[str, Any]],
+    slugs: list[str],
+    name: str | None = None,
+    index_href: str | None = None,
 ) -> str:
+    show_cache = any(graph.get("cache") for graph in graphs)
     rows = []
     for graph, slug in zip(graphs, slugs):
         computing = computing_ops(graph)
@@ -223,8 +200,8 @@ def _header(
             "<tr>"
             f'<td><a href="#{esc(slug)}">{esc(graph.get("compile_id"))}</a></td>'
             f"<td>{esc(graph.get('device', ''))}</td>"
-            f"<td>{esc(graph.get('cache', ''))}</td>"
-            f'<td class="num">{len(computing)}'
+            + (f"<td>{esc(graph.get('cache', ''))}</td>" if show_cache else "")
+            + f'<td class="num">{len(computing)}'
             f' <span class="dim">of {len(graph.get("ops") or [])}</span></td>'
             f'<td class="num">{generated + extern}'
             f' <span class="dim">({generated} generated, {extern} extern)</span></td>'
@@ -234,7 +211,8 @@ def _header(
         )
     table = (
         '<table class="overview"><thead><tr><th>graph</th><th>device</th>'
-        "<th>cache</th><th>computing ops</th><th>kernels</th>"
+        + ("<th>cache</th>" if show_cache else "")
+        + "<th>computing ops</th><th>kernels</th>"
         "<th>boundaries</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
         if rows
         else ""
@@ -248,8 +226,20 @@ def _header(
         )
         + '<a href="#graphs">graphs</a> \u00b7 <a href="#source">annotated source</a></nav>'
     )
+    heading = (
+        f'<h1 data-name="{esc(name)}">{esc_name(name)} '
+        '<span class="dim">\u00b7 fusion report</span></h1>'
+        if name
+        else "<h1>Fusion report</h1>"
+    )
+    back = (
+        f'<p class="back"><a href="{esc(index_href)}" rel="up">'
+        "\u2190 back to the index</a></p>"
+        if index_href
+        else ""
+    )
     return (
-        "<header><h1>Fusion report</h1>"
+        f"<header>{back}{heading}"
         f'<p class="producer">produced by <code>{esc(data.get("producer", "?"))}</code>'
         f" \u00b7 schema version {esc(data.get('schema_version', '?'))}"
         f" \u00b7 {len(graphs)} graph{'s' if len(graphs) != 1 else ''}</p>"
@@ -358,6 +348,8 @@ def _reason_tables(
             '<section id="reasons"><h2>Boundaries by reason</h2>'
             f'<p class="quiet">{text}</p></section>'
         )
+    # No byte count anywhere (older captures): no bytes columns.
+    show_bytes = any(row["bytes"] is not None for row in by_reason.values())
     rows = []
     for code, row in sorted(
         by_reason.items(), key=lambda kv: (-kv[1]["count"], -(kv[1]["bytes"] or 0))
@@ -374,11 +366,12 @@ def _reason_tables(
             f' data-bytes="{esc(row["bytes"] if row["bytes"] is not None else "")}">'
             f'<td><a class="filter-link" href="#filter=reason:{esc(code)}"'
             f' title="show only boundaries and kernels of this reason">'
-            f"<code>{esc(code)}</code></a></td>"
-            f'<td class="cat cat-{esc(row["category"])}">{esc(row["category"])}</td>'
-            f"<td>{esc(', '.join(sorted(row['stages'])))}</td>"
+            f"<code>{esc_name(code)}</code></a></td>"
+            f'<td class="cat cat-{esc(row["category"])}">'
+            f"{esc_name(row['category'])}</td>"
+            f"<td>{esc_name(', '.join(sorted(row['stages'])))}</td>"
             f'<td class="num">{row["count"]}{shared if row["shared"] else ""}</td>'
-            + _bytes_cell(row["bytes"])
+            + (bytes_cell(row["bytes"]) if show_bytes else "")
             + f"<td>{esc(description)}</td></tr>"
         )
     by_category: dict[str, dict[str, Any]] = {}
@@ -395,24 +388,30 @@ def _reason_tables(
         f' data-count="{cat["count"]}"'
         f' data-bytes="{esc(cat["bytes"] if cat["bytes"] is not None else "")}">'
         f'<td class="cat cat-{esc(name)}"><a class="filter-link"'
-        f' href="#filter=category:{esc(name)}">{esc(name)}</a></td>'
+        f' href="#filter=category:{esc(name)}">{esc_name(name)}</a></td>'
         f'<td class="num">{cat["count"]}</td>'
-        + _bytes_cell(cat["bytes"])
+        + (bytes_cell(cat["bytes"]) if show_bytes else "")
         + f'<td class="num">{cat["reasons"]}</td></tr>'
         for name, cat in sorted(by_category.items(), key=lambda kv: -kv[1]["count"])
     ]
+    bytes_head = "<th>bytes</th>" if show_bytes else ""
     return (
         '<section id="reasons"><h2>Boundaries by reason</h2>'
         '<div class="tables"><table class="by-reason"><thead><tr><th>reason</th>'
-        "<th>category</th><th>stage</th><th>boundaries</th><th>bytes</th>"
+        f"<th>category</th><th>stage</th><th>boundaries</th>{bytes_head}"
         "<th>meaning</th></tr></thead><tbody>"
         + "".join(rows)
         + '</tbody></table><table class="by-category"><thead><tr><th>category</th>'
-        "<th>boundaries</th><th>bytes</th><th>reasons</th></tr></thead><tbody>"
+        f"<th>boundaries</th>{bytes_head}<th>reasons</th></tr></thead><tbody>"
         + "".join(cat_rows)
         + "</tbody></table></div>"
-        '<p class="dim">bytes: the size of the buffer that crosses each boundary, '
-        "summed (written once and read back at least once).</p></section>"
+        + (
+            '<p class="dim">bytes: the size of the buffer that crosses each '
+            "boundary, summed (written once and read back at least once).</p>"
+            if show_bytes
+            else ""
+        )
+        + "</section>"
     )
 
 
@@ -439,15 +438,19 @@ def _graph_section(
         f'<details class="graph" id="{esc(slug)}" data-graph="{esc(cid)}" open>'
         f"<summary>{summary}</summary>",
         _kernel_table(graph, slug, colours, groups, sources, anchors),
-        _boundary_table(graph, slug, colours),
+        boundary_table(graph, slug, colours),
     ]
-    eliminated = [op for op in computing if not op.get("kernels")]
+    eliminated: dict[str, list[str]] = {}  # why, in words -> ops
+    for op in computing:
+        if not op.get("kernels"):
+            why = eliminated_words(op.get("eliminated")) or "no kernel"
+            eliminated.setdefault(why, []).append(str(op.get("name")))
     if eliminated:
         parts.append(
             '<p class="dim">Computing ops with no kernel of their own: '
-            + ", ".join(
-                f"<code>{esc(op.get('name'))}</code> ({esc(op.get('eliminated', 'no kernel'))})"
-                for op in eliminated
+            + "; ".join(
+                ", ".join(f"<code>{esc(n)}</code>" for n in names) + f": {esc(why)}"
+                for why, names in eliminated.items()
             )
             + "</p>"
         )
@@ -498,6 +501,12 @@ def _kernel_table(
     show_how = any(k.get("how") for k in graph.get("kernels") or [])
     # measured GPU time per kernel (costs.annotate), where a profile was joined
     show_time = any(k.get("hotness_s") is not None for k in graph.get("kernels") or [])
+    # Columns that no row has data for are left out: source lines where no op
+    # has one, boundaries where the graph has none, code where the capture
+    # holds no generated code (older captures; code_section says so).
+    show_lines = any(op.get("source") for op in ops.values() if op.get("computes"))
+    show_touching = bool(touching)
+    show_code = sources is not None
     rows = []
     for gi, group in enumerate(groups):
         records = group["records"]
@@ -531,16 +540,16 @@ def _kernel_table(
         name_cell = (
             f'<span class="chip kind-{esc(kinds[0])}" style="background:{esc(colour)}">'
             "&nbsp;</span> "
-            f'<code class="kname">{esc(group["name"])}</code>'
+            f'<code class="kname">{esc_name(group["name"])}</code>'
         )
         if len(records) > 1:
             name_cell += (
                 f'<div class="dim">{len(records)} loop nests: '
-                + ", ".join(esc(k.get("name")) for k in records)
+                + ", ".join(esc_name(k.get("name")) for k in records)
                 + "</div>"
             )
         elif group["function"]:
-            name_cell += f'<div class="dim">{esc(first.get("name"))}</div>'
+            name_cell += f'<div class="dim">{esc_name(first.get("name"))}</div>'
         how = list(dict.fromkeys(h for k in records for h in k.get("how") or []))
         how_cell = (
             "<td>"
@@ -557,7 +566,7 @@ def _kernel_table(
                 f'<a class="code-link" href="#{esc(anchors[group["function"]])}">'
                 "generated code</a>"
             )
-        elif kinds[0] in ("extern", "fallback"):
+        elif kinds[0] in LIBRARY_KINDS:
             code = '<span class="no-code">not in the capture (a library call)</span>'
         else:
             code = '<span class="no-code">not in the capture</span>'
@@ -576,22 +585,45 @@ def _kernel_table(
                 if show_time
                 else ""
             )
-            + f'<td class="ops">{_ops_cell(records, computed, copies, ops, order)}</td>'
-            f"<td>{_lines_cell(lines)}</td>"
-            f"<td>{_touching_cell(slug, hits)}</td><td>{code}</td></tr>"
+            + f'<td class="ops">{_ops_cell(records, computed, copies, ops, order)}'
+            + f"{_inputs_note(first, graph)}</td>"
+            + (f"<td>{_lines_cell(lines)}</td>" if show_lines else "")
+            + (f"<td>{_touching_cell(slug, hits)}</td>" if show_touching else "")
+            + (f"<td>{code}</td>" if show_code else "")
+            + "</tr>"
         )
     head = (
         "<th>#</th><th>kernel</th><th>kind</th>"
         + ("<th>how</th>" if show_how else "")
         + ('<th title="measured time per step">time</th>' if show_time else "")
+        + "<th>ops</th>"
+        + ("<th>source lines</th>" if show_lines else "")
+        + ("<th>boundaries</th>" if show_touching else "")
+        + ("<th>code</th>" if show_code else "")
     )
     return (
         f'<div class="kernel-table"><b>Kernels</b> <span class="dim">({len(rows)} '
         f"row{'s' if len(rows) != 1 else ''})</span>"
         '<span class="table-status"></span>'
-        f'<table class="kernels" data-graph="{esc(cid)}"><thead><tr>{head}'
-        "<th>ops</th><th>source lines</th><th>boundaries</th><th>code</th></tr>"
+        f'<table class="kernels" data-graph="{esc(cid)}"><thead><tr>{head}</tr>'
         "</thead><tbody>" + "".join(rows) + "</tbody></table></div>"
+    )
+
+
+def _inputs_note(kernel: dict[str, Any], graph: dict[str, Any]) -> str:
+    """Under an extern kernel's ops, what other kernels compute into its
+    inputs (``input_ops``), which it does not compute: "inputs from
+    cpp_fused_x_0: clone, iota_4"."""
+    return "".join(
+        '<div class="dim">'
+        + (
+            f"inputs from <code>{esc_name(source)}</code>: "
+            if source
+            else "inputs no kernel computes: "
+        )
+        + ", ".join(f"<code>{esc_name(n)}</code>" for n in names)
+        + "</div>"
+        for source, names in extern_inputs(kernel, graph)
     )
 
 
@@ -603,7 +635,7 @@ def _ops_cell(
     order: dict[str, int],
 ) -> str:
     """A kernel row's ops: a summary, and each op of each loop nest folded under it."""
-    names = ", ".join(f"<code>{esc(n)}</code>" for n in computed[:OPS_IN_SUMMARY])
+    names = ", ".join(f"<code>{esc_name(n)}</code>" for n in computed[:OPS_IN_SUMMARY])
     if len(computed) > OPS_IN_SUMMARY:
         names += ", \u2026"
     head = f"{len(computed)} op{'s' if len(computed) != 1 else ''}" + (
@@ -612,14 +644,14 @@ def _ops_cell(
     if copies:
         copy = (
             '<span class="layout-copy">layout copy for '
-            + ", ".join(f"<code>{esc(n)}</code>" for n in copies)
+            + ", ".join(f"<code>{esc_name(n)}</code>" for n in copies)
             + "</span>"
         )
         head = f"{head}; {copy}" if computed else copy
     if not computed and not copies:
         names = [n for k in records for n in k.get("ops") or []]
         return '<span class="dim">no computing op' + (
-            f" ({esc(', '.join(names[:3]))})</span>" if names else "</span>"
+            f" ({esc_name(', '.join(names[:3]))})</span>" if names else "</span>"
         )
     items = []
     for k in records:
@@ -629,7 +661,7 @@ def _ops_cell(
             key=lambda n: order.get(n, 0),
         )
         if len(records) > 1:
-            items.append(f'<li class="nest">{esc(k.get("name"))}</li>')
+            items.append(f'<li class="nest">{esc_name(k.get("name"))}</li>')
         for n in mine:
             op = ops[n]
             what = (
@@ -639,11 +671,11 @@ def _ops_cell(
             )
             others = [x for x in op.get("kernels") or [] if x != k.get("name")]
             items.append(
-                f'<li data-op="{esc(n)}">{what}<code>{esc(n)}</code>'
-                f' <span class="dim">= {esc(op.get("target"))}</span>'
+                f'<li data-op="{esc(n)}">{what}<code>{esc_name(n)}</code>'
+                f' <span class="dim">= {esc_name(op.get("target"))}</span>'
                 + (f" {source_link(op['source'])}" if op.get("source") else "")
                 + (
-                    f' <span class="dim">(also in {esc(", ".join(others[:3]))}'
+                    f' <span class="dim">(also in {esc_name(", ".join(others[:3]))}'
                     + (", \u2026" if len(others) > 3 else "")
                     + ")</span>"
                     if others
@@ -678,7 +710,7 @@ def _touching_cell(slug: str, hits: list[tuple[str, int, dict[str, Any]]]) -> st
         "".join(
             f'<span class="bd bd-{direction}">{arrows[direction]} '
             f'<a href="#{boundary_id(slug, first[(direction, reason)])}">'
-            f"<code>{esc(reason)}</code></a>"
+            f"<code>{esc_name(reason)}</code></a>"
             + (
                 f" \u00d7{count[(direction, reason)]}"
                 if count[(direction, reason)] > 1
@@ -690,98 +722,4 @@ def _touching_cell(slug: str, hits: list[tuple[str, int, dict[str, Any]]]) -> st
             )
         )
         or '<span class="dim">none</span>'
-    )
-
-
-def _boundary_table(graph: dict[str, Any], slug: str, colours: dict[str, str]) -> str:
-    bounds = graph.get("boundaries") or []
-    cid = graph.get("compile_id", "?")
-    ops = {op.get("name"): op for op in graph.get("ops") or []}
-    if not bounds:
-        return '<p class="quiet">No kernel boundaries in this graph.</p>'
-    kinds = {k.get("name"): str(k.get("kind")) for k in graph.get("kernels") or []}
-    rows = []
-    for i, b in enumerate(bounds):
-        search = {
-            str(x).lower()
-            for n in (b.get("producer"), b.get("consumer"))
-            for x in (n, ops.get(n, {}).get("source"))
-            if x
-        } | {str(k).lower() for k in b.get("kernels") or []}
-        args = dict(b.get("args") or {})
-        nbytes = args.pop("bytes", None)
-        kernels = " \u2192 ".join(
-            f'<span class="chip" style="background:{esc(colours.get(k, "#ffffff"))}">'
-            f"{esc(k)}</span>"
-            for k in b.get("kernels") or []
-        )
-        arrow = "\u2225" if b.get("relation") == "shared_input" else "\u2192"
-        where = " / ".join(
-            source_link(source)
-            for source in dict.fromkeys(
-                (
-                    ops.get(b.get("producer"), {}).get("source"),
-                    ops.get(b.get("consumer"), {}).get("source"),
-                )
-            )
-            if source
-        )
-        extra = ", ".join(f"{k}={_format_value(v)}" for k, v in args.items())
-        rows.append(
-            f'<tr class="boundary rel-{esc(b.get("relation"))}" id="{boundary_id(slug, i)}"'
-            f' data-graph="{esc(cid)}" data-producer="{esc(b.get("producer"))}"'
-            f' data-consumer="{esc(b.get("consumer"))}" data-reason="{esc(b.get("reason"))}"'
-            f' data-category="{esc(b.get("category"))}" data-relation="{esc(b.get("relation"))}"'
-            f' data-kinds="{esc(" ".join(sorted({kinds.get(k, "?") for k in b.get("kernels") or []})))}"'
-            f' data-search="{esc(" ".join(sorted(search)))}">'
-            f"<td><code>{esc(b.get('producer'))}</code></td>"
-            f"<td>{arrow}</td>"
-            f"<td><code>{esc(b.get('consumer'))}</code></td>"
-            f"<td>{esc(b.get('relation'))}</td>"
-            f"<td><code>{esc(b.get('reason'))}</code></td>"
-            f'<td class="cat cat-{esc(b.get("category"))}">{esc(b.get("category"))}</td>'
-            f"<td>{esc(b.get('stage'))}</td>"
-            f"<td>{kernels}</td>"
-            + _bytes_cell(nbytes)
-            + _gain_cell(b)
-            + f'<td class="detail">{esc(b.get("detail"))}'
-            + (f'<div class="args">{esc(extra)}</div>' if extra else "")
-            + (f'<div class="dim">{where}</div>' if where else "")
-            + "</td>"
-            f"<td>{_fusible(b.get('fusible'))}</td>"
-            f"<td>{_fusible_check(b.get('fusible_check'))}</td></tr>"
-        )
-    opened = " open" if len(rows) <= OPEN_TABLE_ROWS else ""
-    return (
-        f'<details class="boundary-list"{opened}><summary>{len(rows)} '
-        f"boundar{'y' if len(rows) == 1 else 'ies'} of graph {esc(cid)}"
-        '<span class="table-status"></span></summary>'
-        '<table class="boundaries"><thead><tr><th>producer</th><th></th>'
-        "<th>consumer</th><th>relation</th><th>reason</th><th>category</th>"
-        "<th>stage</th><th>kernels</th><th>bytes</th>"
-        '<th title="what fusing the two kernels is predicted to save">'
-        "predicted gain</th><th>detail</th>"
-        "<th>fusible</th><th>fusible check</th></tr></thead><tbody>"
-        + "".join(rows)
-        + "</tbody></table>"
-        + (
-            f'<p class="dim">{esc(fmt_cost_model(graph["cost_model"]))}</p>'
-            if graph.get("cost_model")
-            else ""
-        )
-        + "</details>"
-    )
-
-
-def _gain_cell(boundary: dict[str, Any]) -> str:
-    """The predicted gain (and, measured, the two kernels' time) of a boundary."""
-    predicted = boundary.get("predicted")
-    gain = predicted.get("gain_s") if isinstance(predicted, dict) else None
-    text = fmt_seconds(gain) or ("-" if predicted else "")
-    hot = fmt_seconds(boundary.get("hotness_s"))
-    return (
-        f'<td class="num" title="{esc(fmt_predicted(predicted))}"'
-        f' data-gain="{esc(gain if gain is not None else "")}">{esc(text)}'
-        + (f'<div class="dim">kernels {esc(hot)}</div>' if hot else "")
-        + "</td>"
     )

@@ -23,6 +23,7 @@ from .common import (
     break_summary,
     computing_ops,
     copied_ops,
+    eliminated_words,
     esc,
     fmt_bytes,
     GRAPH_BREAK,
@@ -147,13 +148,14 @@ def source_section(
         for op in computing_ops(graph):
             if not op.get("kernels"):
                 loc = _op_line(ops, op.get("name"))
+                why = eliminated_words(op.get("eliminated"))
                 if loc is not None:
                     notes[loc[0]][loc[1]].append(
                         (
                             2,
                             f'<li class="remark eliminated">{_kind_tag("none")} '
                             f"{glink}: <code>{esc(op.get('name'))}</code> has no "
-                            f"kernel ({esc(op.get('eliminated', 'no kernel'))})</li>",
+                            "kernel" + (f": {esc(why)}" if why else "") + "</li>",
                         )
                     )
         for i, b in enumerate(graph.get("boundaries") or []):

@@ -6,12 +6,17 @@ directory, ``study.json`` (settings, one row per case, suite tables) and
 from them (``python -m fusion_viewer study DIR``, or :func:`write_pages` from
 the study itself):
 
-* ``index.html``: the suite's tables, one row per case linked to its page, a
-  legend of every column and a caveat where compiled is slower than eager;
-* ``cases/<case>.html``: each case's fusion report page (:mod:`.html`).
+* ``index.html``: first the study's answers (kernels, boundaries, reasons,
+  coverage: :func:`answers`), then the suite's tables, one row per case
+  linked to its page, a legend of every column and, last, where compiled is
+  slower than eager, a note that says why with the study's own numbers
+  (:func:`slower_note`);
+* ``cases/<case>.html``: each case's fusion report page (:mod:`.html`),
+  titled with the case id and linked back to the index.
 
-The cell formatters (:func:`fmt_mb` and the others) are shared with the
-study's Markdown summary, so that both say the same.
+:func:`summary_markdown` (the study's ``summary.md``) says the same in
+Markdown, from the same cell formatters (:func:`fmt_mb` and the others),
+answers and note.
 """
 
 from __future__ import annotations
@@ -22,17 +27,23 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .common import esc_name
 from .html import save_html
 
 
 __all__ = [
     "StudyError",
+    "answers",
     "fmt_fusible",
+    "fmt_inputs",
     "fmt_launches",
     "fmt_mb",
     "fmt_ms",
     "index_html",
     "render_study",
+    "slower_cases",
+    "slower_note",
+    "summary_markdown",
     "top_reasons",
     "write_pages",
 ]
@@ -62,6 +73,277 @@ def top_reasons(row: dict[str, Any], n: int = 3) -> str:
     return ", ".join(f"{k} {v['count']}" for k, v in top[:n])
 
 
+def _plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def answers(rows: list[dict[str, Any]], suite: dict[str, Any]) -> list[tuple[str, str]]:
+    """The study's answers, first on the index and in ``summary.md``: (what,
+    one plain-text sentence or two) for kernels, boundaries, reasons and
+    coverage, summed over the cases that ran."""
+    ok = [r for r in rows if r.get("status") == "ok"]
+    if not ok:
+        return []
+
+    def total(key: str) -> int:
+        return sum(int(r.get(key) or 0) for r in ok)
+
+    unfused = total("unfused_ops")
+    kernels = (
+        f"{_plural(len(ok), 'case')} compiled {total('ops')} computing aten ops "
+        f"into {total('kernels')} kernels: {total('kernels_generated')} generated "
+        f"(C++ loop nests, Triton) and {total('kernels_extern')} extern (library "
+        f"calls such as convolution and matmul); {_plural(unfused, 'op')} "
+        f"share{'s' * (unfused == 1)} a kernel with no other computing op."
+    )
+    categories: dict[str, int] = {}
+    for r in ok:
+        for category, count in (r.get("by_category") or {}).items():
+            categories[category] = categories.get(category, 0) + count
+    breaks = total("graph_breaks")
+    by_category = ", ".join(
+        f"{category} {count}"
+        for category, count in sorted(categories.items(), key=lambda kv: -kv[1])
+    )
+    boundaries = (
+        f"{total('boundaries')} kernel boundaries"
+        + (f" ({breaks} of them graph breaks)" if breaks else "")
+        + (f", by category: {by_category}" if by_category else "")
+        + f". {total('heuristic_boundaries')} are heuristic: legal, but judged "
+        "unprofitable, the only ones a forced fusion can try (--check-fusible)."
+    )
+    fusible = {k: sum(r["fusible"][k] for r in ok) for k in ("true", "false")}
+    if fusible["true"] or fusible["false"]:
+        boundaries += (
+            f" Could they fuse? {fusible['true']} yes, {fusible['false']} no; "
+            "the rest are not tried."
+        )
+    top = suite["by_count"][:3]
+    heaviest = next((m for m in suite["by_bytes"] if m["bytes"]), None)
+    reasons = (
+        "Most frequent: "
+        + "; ".join(
+            f"{m['reason']} {m['count']} ({m['category']}, in "
+            f"{_plural(m['cases'], 'case')})"
+            for m in top
+        )
+        + "."
+        if top
+        else "No kernel boundaries in any case."
+    )
+    if heaviest:
+        moved = sum(m["bytes"] for m in suite["by_bytes"])
+        reasons += (
+            f" Of the {fmt_mb(moved)} MB that cross boundaries, "
+            f"{heaviest['reason']} moves the most: {fmt_mb(heaviest['bytes'])} MB."
+        )
+    unexplained = suite["unexplained"]
+    coverage = (
+        "Every boundary has a reason: 0 unexplained (coverage violations)."
+        if not unexplained
+        else f"{_plural(unexplained, 'boundary', 'boundaries')} "
+        "without a reason (coverage violations): see the case pages."
+    )
+    return [
+        ("kernels", kernels),
+        ("boundaries", boundaries),
+        ("reasons", reasons),
+        ("coverage", coverage),
+    ]
+
+
+def fmt_inputs(row: dict[str, Any]) -> str:
+    """A case's input shapes (``2x3x64x64``), or "-" for older studies."""
+    shapes = row.get("inputs")
+    if not shapes:
+        return "-"
+    return ", ".join("x".join(str(d) for d in shape) or "scalar" for shape in shapes)
+
+
+def slower_note(settings: dict[str, Any], rows: list[dict[str, Any]]) -> str | None:
+    """Why compiled is slower than eager in some cases, with the study's
+    numbers (shapes, device, threads, step times), in plain text; None where
+    no timed case is slower.  The cases themselves are in
+    :func:`slower_cases`."""
+    slower = slower_cases(rows)
+    if not slower:
+        return None
+    timed = [
+        r for r in rows if r.get("status") == "ok" and r.get("speedup") is not None
+    ]
+    threads = settings.get("threads")
+    where = str(settings.get("device_name") or settings.get("device") or "?")
+    if threads:
+        where += f" with {_plural(threads, 'thread')}"
+    if settings.get("cpu_count") and settings.get("device") != "cuda":
+        where += f" on a machine of {_plural(settings['cpu_count'], 'core')}"
+    repeats = settings.get("repeats")
+    steps = f"{_plural(repeats, 'step')}" if repeats else "the steps"
+    shapes = settings.get("shapes", "?")
+    text = (
+        f"Compiled is slower than eager in {len(slower)} of {len(timed)} timed "
+        "cases, listed below with their inputs and step times. The timings are "
+        f"{settings.get('timing', 'medians')}"
+        + (f" of {steps} after warm-up" if repeats else "")
+        + f", on {where}, at the {shapes} shapes"
+    )
+    if shapes == "ci":
+        return text + (
+            " (small inputs, made for a quick run). At such sizes a step holds "
+            "little work for fusion to save, so the fixed costs of a compiled "
+            "step (Dynamo's guards, the Python wrapper around the kernels, "
+            "layout copies before library calls) can outweigh it, and a median "
+            f"of {steps}"
+            + (f" on {_plural(threads, 'thread')}" if threads else "")
+            + " moves with whatever else runs on the machine; the study does not "
+            "measure which it is. Full shapes (--shapes full), more steps "
+            "(--repeats) or a GPU answer that. This study explains kernel "
+            "boundaries: a speed-up below 1 here is a measurement to look into, "
+            "not a property of fusion."
+        )
+    return text + (
+        ". The study does not measure where a step's time goes: it explains "
+        "kernel boundaries, and a speed-up below 1 here is a measurement to "
+        "look into (a profile of those steps), not a property of fusion."
+    )
+
+
+def slower_cases(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cases that ran and were timed slower compiled than eager."""
+    return [
+        r
+        for r in rows
+        if r.get("status") == "ok" and r.get("speedup") is not None and r["speedup"] < 1
+    ]
+
+
+# The columns of summary.md's case table.
+ROW_COLUMNS = (
+    "case",
+    "family",
+    "graphs",
+    "breaks",
+    "ops",
+    "unfused ops",
+    "kernels gen/ext",
+    "boundaries",
+    "heuristic",
+    "fusible",
+    "boundary MB",
+    "eager ms",
+    "compiled ms",
+    "speed-up",
+    "launches eager/compiled",
+    "top reasons",
+)
+
+
+def _row_cells(r: dict[str, Any]) -> list[str]:
+    if r.get("status") != "ok":
+        return [r["case"], r.get("family", "-"), "FAILED: " + r["error"][:160]] + [
+            ""
+        ] * (len(ROW_COLUMNS) - 3)
+    return [
+        r["case"],
+        r["family"],
+        str(r["graphs"]),
+        str(r["graph_breaks"]),
+        str(r["ops"]),
+        str(r.get("unfused_ops", "-")),
+        f"{r['kernels_generated']}/{r['kernels_extern']}",
+        str(r["boundaries"]),
+        str(r["heuristic_boundaries"]),
+        fmt_fusible(r),
+        fmt_mb(r["boundary_bytes"]),
+        fmt_ms(r.get("eager_ms")),
+        fmt_ms(r.get("compiled_ms")),
+        "-" if r.get("speedup") is None else f"{r['speedup']:.2f}",
+        fmt_launches(r),
+        top_reasons(r),
+    ]
+
+
+def summary_markdown(
+    settings: dict[str, Any], rows: list[dict[str, Any]], suite: dict[str, Any]
+) -> str:
+    """The study's ``summary.md``: what the index says, as Markdown (the
+    answers first, the cases, the top reasons, the note on timings last)."""
+    lines = [
+        "# Fusion study",
+        "",
+        f"{settings['device_name']}, torch {settings['torch']} {settings['fork']}, "
+        f"shapes {settings['shapes']}; timing: {settings['timing']}, "
+        f"{settings['repeats']} steps after warm-up.",
+        "",
+        f"Command: `{settings['command']}`",
+        "",
+    ]
+    # The fusion answers first; the note on timings last (as on the index).
+    found = answers(rows, suite)
+    if found:
+        lines += ["## Answers", ""]
+        lines += [f"- **{what.capitalize()}**: {text}" for what, text in found]
+        lines += [""]
+    lines += [
+        "## Cases",
+        "",
+        "| " + " | ".join(ROW_COLUMNS) + " |",
+        "|" + "---|" * len(ROW_COLUMNS),
+    ]
+    lines += ["| " + " | ".join(_row_cells(r)) + " |" for r in rows]
+    if suite["failed"]:
+        lines += ["", f"Failed cases: {', '.join(suite['failed'])}."]
+    lines += [
+        "",
+        "## Top reasons, suite-wide",
+        "",
+        "| reason | category | boundaries | MB moved | cases |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {m['reason']} | {m['category']} | {m['count']} | {fmt_mb(m['bytes'])} | {m['cases']} |"
+        for m in suite["by_count"][:12]
+    ]
+    lines += [
+        "",
+        "## Top reasons by bytes moved",
+        "",
+        "| reason | category | MB moved | boundaries |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {m['reason']} | {m['category']} | {fmt_mb(m['bytes'])} | {m['count']} |"
+        for m in suite["by_bytes"][:8]
+        if m["bytes"]
+    ]
+    for family, table in suite["by_family"].items():
+        lines += ["", f"## Top reasons: {family}", ""]
+        if not table:
+            lines += ["No kernel boundaries."]
+            continue
+        lines += [
+            "| reason | category | boundaries | MB moved |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {m['reason']} | {m['category']} | {m['count']} | {fmt_mb(m['bytes'])} |"
+            for m in table[:6]
+        ]
+    note = slower_note(settings, rows)
+    if note:
+        lines += ["", "## Timings", "", note, ""]
+        lines += [
+            "| case | inputs | eager ms | compiled ms | speed-up |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['case']} | {fmt_inputs(r)} | {fmt_ms(r['eager_ms'])} | "
+            f"{fmt_ms(r['compiled_ms'])} | {r['speedup']:.2f} |"
+            for r in slower_cases(rows)
+        ]
+    return "\n".join(lines) + "\n"
+
+
 _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.2em 1.5em; color: #222;
   overflow-wrap: break-word; }
@@ -73,8 +355,8 @@ th { background: #f0f0f0; white-space: nowrap; }
 th abbr { text-decoration: none; border-bottom: 1px dotted #777; cursor: help; }
 td.num { text-align: right; white-space: nowrap; }
 table.cases { width: 100%; }
-table.cases td.case { overflow-wrap: anywhere; min-width: 10em; }
-table.cases td.error { overflow-wrap: anywhere; }
+table.cases td.case { min-width: 10em; }
+table.cases td.error { overflow-wrap: break-word; }
 .top { display: block; }
 table.cases td.reasons { min-width: 12em; }
 table.cases td.reasons code { overflow-wrap: normal; }
@@ -82,7 +364,9 @@ table.cases td.reasons code { overflow-wrap: normal; }
 tr.failed td { background: #fde8e8; }
 td.slower { background: #fff3e0; color: #b71c1c; font-weight: 600; }
 .caveat { background: #fff8e1; border-left: 4px solid #f9a825; padding: .4em .8em; }
-code { background: #f4f4f4; padding: 0 0.2em; overflow-wrap: anywhere; }
+code { background: #f4f4f4; padding: 0 0.2em; overflow-wrap: break-word; }
+ul.answers li { margin: .2em 0; } ul.answers b { text-transform: capitalize; }
+table.slower { margin: .5em 0 .2em; background: #fff; }
 dl.columns { display: grid; grid-template-columns: max-content 1fr; gap: .1em 1em;
   font-size: 13px; } dl.columns dt { font-weight: 600; } dl.columns dd { margin: 0; }
 .families { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; }
@@ -130,7 +414,7 @@ INDEX_COLUMNS = (
     (
         "speed-up",
         "eager ms / compiled ms: above 1 compiled is faster; below 1 "
-        "compiled is slower (flagged, see the note above the table)",
+        "compiled is slower (flagged; the Timings note below the tables says why)",
     ),
     (
         "launches",
@@ -157,7 +441,7 @@ def _index_cells(r: dict[str, Any]) -> list[tuple[str, str]]:
     esc = html.escape
     if r.get("status") != "ok":
         return [
-            (esc(r["case"]), "case"),
+            (esc_name(r["case"]), "case"),
             (esc(r.get("family", "-")), ""),
             ("FAILED: " + esc(r.get("error", "")[:300]), "error"),
         ]
@@ -178,7 +462,7 @@ def _index_cells(r: dict[str, Any]) -> list[tuple[str, str]]:
     top = sorted(r["by_reason"].items(), key=lambda kv: (-kv[1]["count"], kv[0]))
     breaks = r["graph_breaks"]
     return [
-        (f'<a href="cases/{esc(r["case"])}.html">{esc(r["case"])}</a>', "case"),
+        (f'<a href="cases/{esc(r["case"])}.html">{esc_name(r["case"])}</a>', "case"),
         (esc(r["family"]), ""),
         (
             f"{r['graphs']}"
@@ -272,29 +556,28 @@ def index_html(settings: dict[str, Any], rows: list[dict], suite: dict) -> str:
             )
             + "</tr>"
         )
-    slower = [
-        r
-        for r in rows
-        if r.get("status") == "ok" and r.get("speedup") is not None and r["speedup"] < 1
-    ]
-    timed = [
-        r for r in rows if r.get("status") == "ok" and r.get("speedup") is not None
-    ]
-    caveat = ""
-    if slower:
-        names = ", ".join(
-            f"{esc(r['case'])} ({r['speedup']:.2f}\u00d7)" for r in slower
-        )
-        caveat = (
-            f'<p class="caveat" id="slower"><b>Compiled is slower than eager in '
-            f"{len(slower)} of {len(timed)} timed cases</b> (speed-up below 1: "
-            f"{names}). This study explains kernel boundaries; it does not "
-            "analyse why a step is slow, and its timings are "
-            f"{esc(settings['timing'])} on {esc(settings['device_name'])}. At small "
-            "shapes, fixed costs per step (guards, the Python wrapper, layout "
-            "copies before library calls) can outweigh what fusion saves; a "
-            "speed-up below 1 here is a measurement to look into, not a "
-            "property of fusion.</p>"
+    note = slower_note(settings, rows)
+    timings = ""
+    if note:
+        # After the answers: why some cases are slower compiled, with the
+        # study's own numbers, and those cases.
+        timings = (
+            '<h2 id="timings">Timings</h2>'
+            f'<div class="caveat" id="slower"><p>{esc(note)}</p>'
+            '<table class="slower"><tr><th>case</th><th>inputs</th>'
+            "<th>eager ms</th><th>compiled ms</th><th>speed-up</th>"
+            "<th>kernels</th></tr>"
+            + "".join(
+                f'<tr data-case="{esc(r["case"])}">'
+                f'<td><a href="cases/{esc(r["case"])}.html">{esc_name(r["case"])}'
+                f'</a></td><td>{esc(fmt_inputs(r))}</td><td class="num">'
+                f'{fmt_ms(r["eager_ms"])}</td><td class="num">'
+                f'{fmt_ms(r["compiled_ms"])}</td><td class="num">'
+                f'{r["speedup"]:.2f}\u00d7</td><td class="num">'
+                f"{r['kernels_generated']} / {r['kernels_extern']}</td></tr>"
+                for r in slower_cases(rows)
+            )
+            + "</table></div>"
         )
     reason_rows = [
         [
@@ -319,12 +602,16 @@ def index_html(settings: dict[str, Any], rows: list[dict], suite: dict) -> str:
     ]
     family_parts = [
         f"<div><h3>{esc(family)}</h3>"
-        + table(
-            REASON_COLUMNS[:4],
-            [
-                [m["reason"], m["category"], str(m["count"]), fmt_mb(m["bytes"])]
-                for m in fam_table
-            ],
+        + (
+            table(
+                REASON_COLUMNS[:4],
+                [
+                    [m["reason"], m["category"], str(m["count"]), fmt_mb(m["bytes"])]
+                    for m in fam_table
+                ],
+            )
+            if fam_table
+            else '<p class="dim">no kernel boundaries</p>'
         )
         + "</div>"
         for family, fam_table in suite["by_family"].items()
@@ -336,11 +623,9 @@ def index_html(settings: dict[str, Any], rows: list[dict], suite: dict) -> str:
     )
     if rows:
         cases = (
-            caveat
-            + f'<table class="cases">{head(columns)}'
+            f'<table class="cases">{head(columns)}'
             + "\n".join(case_rows)
             + "</table>"
-            + f"<p>Unexplained boundaries (coverage violations): {suite['unexplained']}.</p>"
             + "<details open><summary>What the columns say</summary>"
             + legend(columns)
             + "</details>"
@@ -368,6 +653,17 @@ def index_html(settings: dict[str, Any], rows: list[dict], suite: dict) -> str:
         )
     elif rows:
         reasons = "<p>No kernel boundaries in any case.</p>"
+    found = answers(rows, suite)
+    answer_list = (
+        '<h2 id="answers">Answers</h2><ul class="answers">'
+        + "".join(
+            f'<li data-answer="{what}"><b>{what}</b>: {esc(text)}</li>'
+            for what, text in found
+        )
+        + "</ul>"
+        if found
+        else ""
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Fusion study</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -376,10 +672,12 @@ def index_html(settings: dict[str, Any], rows: list[dict], suite: dict) -> str:
 <p>{esc(settings["device_name"])}, torch {esc(settings["torch"])} {esc(settings["fork"])},
 shapes {esc(settings["shapes"])}; timing: {esc(settings["timing"])}.<br>
 Command: <code>{esc(settings["command"])}</code></p>
+{answer_list}
 <h2>Cases</h2>
 {cases}
 {f"<h2>Failed</h2><ul>{failed}</ul>" if failed else ""}
 {reasons}
+{timings}
 <script>
 // The page's width, for tests: nothing may be wider than the window.
 var root = document.documentElement;
@@ -413,7 +711,12 @@ def write_pages(
         capture = out / "captures" / f"{r['case']}.json"
         if r.get("status") == "ok" and capture.exists():
             data = json.loads(capture.read_text(encoding="utf-8"))
-            save_html(data, out / "cases" / f"{r['case']}.html")
+            save_html(
+                data,
+                out / "cases" / f"{r['case']}.html",
+                name=r["case"],
+                index_href="../index.html",
+            )
             written += 1
     return written
 

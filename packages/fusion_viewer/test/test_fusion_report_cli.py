@@ -162,11 +162,14 @@ class TestFusionReportCli(TestCase):
         rc, stdout, err = run_cli("render", path, "--measure", "-o", out)
         self.assertEqual((rc, err), (0, ""))
         self.assertEqual(stdout, f"wrote {out}: 1 graph\n")
-        expected = os.path.join(self.tmp, "expected.html")
+        # save_html titles the page with its file's name, render with its
+        # input's: both "default" here.
+        expected = os.path.join(self.tmp, "default.html")
         self.rep.save_html(expected)
         with open(out) as f, open(expected) as g:
             page = f.read()
             self.assertEqual(page, g.read())
+        self.assertIn("<title>default \u00b7 fusion report</title>", page)
         self.assertIn('id="graph-0-0"', page)
         for b in self.default["graphs"][0]["boundaries"]:
             self.assertIn(b["reason"], page)
@@ -271,7 +274,8 @@ class TestFusionReportCli(TestCase):
             page = f.read()
         self.assertIn('id="graph-0-0"', page)
         self.assertIn('id="graph-1-0"', page)
-        self.assertEqual(page, html.render_html(loaded))
+        # titled with the TORCH_TRACE directory's name
+        self.assertEqual(page, html.render_html(loaded, "trace"))
 
         # A trace compared with the capture of the same run: nothing differs.
         rc, stdout, _ = run_cli("diff", saved, trace)
@@ -577,7 +581,9 @@ class TestFusionReportCli(TestCase):
             ("net-no_fusion", self.no_fusion),
         ):
             with open(os.path.join(directory, "cases", f"{case}.html")) as f:
-                self.assertEqual(f.read(), html.render_html(capture))
+                self.assertEqual(
+                    f.read(), html.render_html(capture, case, "../index.html")
+                )
 
     def test_study_without_a_study_says_so(self):
         self.assert_error(["study", self.tmp], "no study.json")

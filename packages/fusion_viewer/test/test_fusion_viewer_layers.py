@@ -30,6 +30,9 @@ SHARED_FORMATTERS = (
     "fmt_predicted",
     "fmt_cost_model",
     "kernel_groups",
+    "fold_names",
+    "extern_inputs",
+    "eliminated_words",
 )
 
 

@@ -18,6 +18,9 @@ is layered; each module has one job and imports only the ones above it here:
     what is recorded for the graph being compiled, and whether anyone listens;
     features (the ablation switches) register the remarks they add to each
     graph here, so that the package imports no feature
+``kernels``
+    a generated graph's kernels and the ops each computes (an extern call's
+    inputs and a layout copy's op told apart from what it computes)
 ``analysis``
     recorded data to a graph report (every boundary with one reason), no side effects
 ``summary``

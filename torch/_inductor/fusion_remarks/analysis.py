@@ -1,7 +1,7 @@
 """Turn what the fusion hooks recorded for one graph into a fusion report.
 
 After codegen, every post-grad FX node (an *op*) is mapped to the kernels
-that compute it, every data dependency between two computing ops becomes an
+that compute it (:mod:`.kernels`), every data dependency between two computing ops becomes an
 *edge*, and every edge whose two ops share no kernel is a *boundary*.  Each
 boundary gets exactly one reason (the coverage invariant, see
 ``DESIGN.md`` section 3):
@@ -20,45 +20,27 @@ that made it a buffer, are kept in the boundary's ``args``.
 
 from __future__ import annotations
 
-import operator
 import re
 from typing import Any, TYPE_CHECKING
 
 import torch
 
 from .. import release_compat
+from .kernels import (
+    base_of,
+    computes,
+    Kernel,
+    kernel_kind,
+    settle_ops,
+    split_grouped,
+)
 from .model import Boundary, GraphReport, KernelRecord, PairVerdict, Remark
 from .taxonomy import Category, Kind, Reason, Stage
 
 
 if TYPE_CHECKING:
+    from ..scheduler import Scheduler
     from .recorder import GraphRecorder, Refusal
-
-
-if TYPE_CHECKING:
-    from ..scheduler import BaseSchedulerNode, Scheduler
-
-
-_aten = torch.ops.aten
-# Ops that compute nothing: they only reinterpret or select existing data.
-_NON_COMPUTING = {
-    operator.getitem,
-    _aten._unsafe_view.default,
-    _aten.reshape.default,
-    _aten.contiguous.default,
-    _aten.lift_fresh.default,
-    _aten.detach.default,
-}
-
-
-def computes(node: torch.fx.Node) -> bool:
-    """Whether an FX node computes values (views and getitem do not)."""
-    if node.op != "call_function":
-        return False
-    target = node.target
-    if target in _NON_COMPUTING:
-        return False
-    return not getattr(target, "is_view", False)
 
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
@@ -74,139 +56,6 @@ def source_of(node: torch.fx.Node) -> str | None:
         return None
     filename, line = frames[-1]
     return f"{filename}:{line}"
-
-
-def kernel_kind(snode: BaseSchedulerNode) -> str | None:
-    """The report's kernel kind of a final scheduler node (None: no kernel)."""
-    from .. import config, ir
-    from ..scheduler import (
-        ExternKernelSchedulerNode,
-        ForeachKernelSchedulerNode,
-        NopKernelSchedulerNode,
-    )
-
-    if isinstance(snode, NopKernelSchedulerNode):
-        return None
-    if isinstance(snode, ExternKernelSchedulerNode):
-        node = snode.node
-        if isinstance(node, ir.MultiOutput):
-            return None  # selects an output of another kernel
-        if isinstance(node, ir.FallbackKernel):
-            return "fallback"
-        return "extern"
-    if isinstance(snode, ForeachKernelSchedulerNode):
-        return "foreach"
-    if snode.is_template():
-        return "template"
-    device = snode.get_device()
-    if device is not None and device.type == "cpu" and config.cpu_backend == "cpp":
-        return "cpp"
-    return "triton"
-
-
-def _origins(snode: BaseSchedulerNode) -> list[torch.fx.Node]:
-    out: list[torch.fx.Node] = []
-    for sub in snode.get_nodes():
-        node = getattr(sub, "node", None)
-        if node is None:
-            continue
-        for origin in node.get_origins():
-            if isinstance(origin, torch.fx.Node) and origin not in out:
-                out.append(origin)
-    return out
-
-
-def _kernel_name(snode: BaseSchedulerNode, kind: str) -> str:
-    if kind in ("extern", "fallback"):
-        python_name = getattr(snode.node, "python_kernel_name", None)
-        if python_name:
-            return f"{snode.get_name()}:{python_name}"
-    return snode.get_name()
-
-
-class _Kernel:
-    def __init__(
-        self, snode: BaseSchedulerNode, kind: str, recorder: GraphRecorder
-    ) -> None:
-        self.snode = snode
-        self.kind = kind
-        self.name = _kernel_name(snode, kind)
-        self.base = frozenset(n.get_name() for n in snode.get_nodes())
-        self.origins = _origins(snode)
-        if kind in ("extern", "fallback"):
-            # An extern kernel's origins also name the ops whose values were
-            # realized as its inputs; it computes only the op it lowers.
-            origin_node = getattr(snode.node, "origin_node", None)
-            if isinstance(origin_node, torch.fx.Node):
-                self.origins = [origin_node]
-        self.function = next(
-            (
-                recorder.kernel_functions[n]
-                for n in sorted(self.base)
-                if n in recorder.kernel_functions
-            ),
-            None,
-        )
-        # Templates are generated through their template sub-node, so the
-        # count may be recorded under a base node's name.
-        self.generated = sum(
-            recorder.kernel_counts.get(name, 0)
-            for name in {snode.get_name(), *self.base}
-        )
-        self.writes = {
-            name for n in snode.get_nodes() for name in n.get_buffer_names()
-        } | {dep.name for dep in snode.read_writes.writes}
-        self.reads = {dep.name for dep in snode.read_writes.reads}
-        self.how = _how_joined(snode, kind)
-        # ops whose value this kernel only copies into another layout (set by
-        # analyze_graph once every kernel is known)
-        self.copy_for: list[str] = []
-
-
-def _how_joined(snode: BaseSchedulerNode, kind: str) -> list[str]:
-    """How a kernel's computing ops came together, in the order it happened.
-
-    "inlined": several ops in one loop nest (one scheduler node), which
-    lowering made; "scheduler": several scheduler nodes fused into one kernel;
-    "combined": independent kernels combined into one launch (foreach).
-    """
-    if kind in ("extern", "fallback"):
-        return []
-    per_node = [
-        sum(
-            1
-            for o in sub.node.get_origins()
-            if isinstance(o, torch.fx.Node) and computes(o)
-        )
-        for sub in snode.get_nodes()
-        if getattr(sub, "node", None) is not None
-    ]
-    how = []
-    if any(n > 1 for n in per_node):
-        how.append("inlined")
-    if sum(1 for n in per_node if n) > 1:
-        how.append("combined" if kind == "foreach" else "scheduler")
-    return how
-
-
-# The operations of a loop body that only moves data: a body made of these
-# copies its input into another layout.
-_COPY_BODY_OPS = frozenset({"get_index", "load", "store", "output"})
-
-
-def _is_layout_copy(kernel: _Kernel, op: torch.fx.Node) -> bool:
-    """Whether ``kernel`` only copies data for ``op``: each of its loop nests
-    that names ``op`` among its origins loads and stores, computing nothing
-    (the layout copies lowering adds around an extern kernel's inputs)."""
-    subs = _base_of(kernel, op)
-    if not subs:
-        return False
-    for sub in subs:
-        body = getattr(sub, "_body", None)
-        counts = getattr(body, "op_counts", None)
-        if not counts or not set(counts) <= _COPY_BODY_OPS:
-            return False
-    return True
 
 
 def classify_verdicts(recorder: GraphRecorder) -> None:
@@ -289,27 +138,17 @@ def analyze_graph(
     fx_ops = [n for n in graph.nodes if n.op == "call_function"]
     classify_verdicts(recorder)
 
-    kernels: list[_Kernel] = []
+    kernels: list[Kernel] = []
     for snode in scheduler.nodes:
-        for part in _split_grouped(snode):
+        for part in split_grouped(snode):
             kind = kernel_kind(part)
             if kind is not None:
-                kernels.append(_Kernel(part, kind, recorder))
-    op_kernels: dict[torch.fx.Node, list[_Kernel]] = {}
+                kernels.append(Kernel(part, kind, recorder))
+    settle_ops(kernels)
+    op_kernels: dict[torch.fx.Node, list[Kernel]] = {}
     for kernel in kernels:
         for origin in kernel.origins:
             op_kernels.setdefault(origin, []).append(kernel)
-    extern_ops = {
-        k.origins[0] for k in kernels if k.kind in ("extern", "fallback") and k.origins
-    }
-    for kernel in kernels:
-        kernel.copy_for = [
-            o.name
-            for o in kernel.origins
-            if o in extern_ops
-            and kernel.kind not in ("extern", "fallback")
-            and _is_layout_copy(kernel, o)
-        ]
 
     ops_json = []
     eliminated: set[torch.fx.Node] = set()
@@ -346,8 +185,11 @@ def analyze_graph(
         boundaries.append(boundary)
         remarks.append(remark)
 
+    order = {node: i for i, node in enumerate(fx_ops)}
     boundaries.extend(
-        _shared_input_boundaries(kernels, edges, op_kernels, recorder, remarks, label)
+        _shared_input_boundaries(
+            kernels, edges, op_kernels, order, recorder, remarks, label
+        )
     )
 
     for node, ks in op_kernels.items():
@@ -394,6 +236,7 @@ def analyze_graph(
                 k.generated,
                 how=k.how,
                 copy_for=k.copy_for,
+                input_ops=[o.name for o in k.input_ops],
             )
             for k in kernels
         ],
@@ -408,14 +251,6 @@ def analyze_graph(
     ).to_json()
 
 
-def _split_grouped(snode: BaseSchedulerNode) -> list[BaseSchedulerNode]:
-    from ..scheduler import GroupedSchedulerNode
-
-    if isinstance(snode, GroupedSchedulerNode):
-        return list(snode.snodes)
-    return [snode]
-
-
 def _elimination(node: torch.fx.Node, scheduler: Scheduler) -> str:
     """Why a computing op has no kernel of its own."""
     from ..virtualized import V
@@ -426,10 +261,16 @@ def _elimination(node: torch.fx.Node, scheduler: Scheduler) -> str:
         return "cat_in_place"  # inputs were written into slices of the output
     if node.name in V.graph.removed_buffers:
         return "removed"
+    if isinstance(
+        node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool, int, float)
+    ):
+        # a size or other scalar of symbolic shapes: lowering keeps its
+        # expression, which each kernel or wrapper line using it computes
+        return "symbolic_scalar"
     return "no_kernel"
 
 
-def _carrier(kp: list[_Kernel], kc: list[_Kernel]) -> tuple[_Kernel, _Kernel]:
+def _carrier(kp: list[Kernel], kc: list[Kernel]) -> tuple[Kernel, Kernel]:
     """The producer kernel whose buffer a consumer kernel reads, and that consumer."""
     for c in kc:
         for p in reversed(kp):
@@ -471,30 +312,22 @@ def _sources(*nodes: torch.fx.Node) -> tuple[str, ...]:
     return tuple(s for s in (source_of(n) for n in nodes) if s)
 
 
-def _base_of(kernel: _Kernel, op: torch.fx.Node) -> list[BaseSchedulerNode]:
-    return [
-        sub
-        for sub in kernel.snode.get_nodes()
-        if getattr(sub, "node", None) is not None and op in sub.node.get_origins()
-    ]
-
-
 def _fused_remark(
     producer: torch.fx.Node,
     consumer: torch.fx.Node,
-    kernel: _Kernel,
+    kernel: Kernel,
     recorder: GraphRecorder,
     label: str,
 ) -> Remark:
-    p_nodes = {n.get_name() for n in _base_of(kernel, producer)}
-    c_nodes = {n.get_name() for n in _base_of(kernel, consumer)}
+    p_nodes = {n.get_name() for n in base_of(kernel, producer)}
+    c_nodes = {n.get_name() for n in base_of(kernel, consumer)}
     if p_nodes & c_nodes:
         reason = Reason.INLINED
         stage = Stage.LOWERING
     elif kernel.kind == "template":
         reason = (
             Reason.FUSED_TEMPLATE_EPILOGUE
-            if any(n.is_template() for n in _base_of(kernel, producer))
+            if any(n.is_template() for n in base_of(kernel, producer))
             else Reason.FUSED_TEMPLATE_PROLOGUE
         )
         stage = Stage.SCHEDULER
@@ -551,9 +384,9 @@ def buffer_bytes(name: str) -> int | None:
 
 
 def _materialization(
-    kernel: _Kernel, op: torch.fx.Node, recorder: GraphRecorder
+    kernel: Kernel, op: torch.fx.Node, recorder: GraphRecorder
 ) -> dict[str, Any]:
-    for sub in _base_of(kernel, op):
+    for sub in base_of(kernel, op):
         for name in sub.get_buffer_names():
             out: dict[str, Any] = {"buffer": name}
             size = buffer_bytes(name)
@@ -569,8 +402,8 @@ def _materialization(
 def _explain_boundary(
     producer: torch.fx.Node,
     consumer: torch.fx.Node,
-    kp: _Kernel,
-    kc: _Kernel,
+    kp: Kernel,
+    kc: Kernel,
     recorder: GraphRecorder,
     label: str,
 ) -> tuple[Boundary, Remark]:
@@ -653,7 +486,7 @@ def _fusible(reason: Reason) -> bool | None:
     return None
 
 
-def _why_not_proposed(kp: _Kernel, kc: _Kernel, recorder: GraphRecorder) -> str:
+def _why_not_proposed(kp: Kernel, kc: Kernel, recorder: GraphRecorder) -> str:
     evaluated = [
         v
         for v in recorder.verdicts
@@ -671,9 +504,10 @@ def _why_not_proposed(kp: _Kernel, kc: _Kernel, recorder: GraphRecorder) -> str:
 
 
 def _shared_input_boundaries(
-    kernels: list[_Kernel],
+    kernels: list[Kernel],
     edges: list[tuple[torch.fx.Node, torch.fx.Node]],
-    op_kernels: dict[torch.fx.Node, list[_Kernel]],
+    op_kernels: dict[torch.fx.Node, list[Kernel]],
+    order: dict[torch.fx.Node, int],
     recorder: GraphRecorder,
     remarks: list[Remark],
     label: str,
@@ -685,7 +519,7 @@ def _shared_input_boundaries(
             for b in op_kernels.get(c, []):
                 connected.add((a.name, b.name))
                 connected.add((b.name, a.name))
-    by_base: dict[str, _Kernel] = {}
+    by_base: dict[str, Kernel] = {}
     for kernel in kernels:
         for name in kernel.base:
             by_base[name] = kernel
@@ -702,8 +536,7 @@ def _shared_input_boundaries(
         if key in seen or (a.name, b.name) in connected:
             continue
         seen.add(key)
-        pa = a.origins[-1].name if a.origins else a.name
-        pb = b.origins[-1].name if b.origins else b.name
+        pa, pb = _named_op(a, order), _named_op(b, order)
         reason = verdict.reason
         detail = f"{verdict.names[0]} + {verdict.names[1]}: {verdict.detail}"
         args = dict(verdict.args, **_pair_sides(verdict, a.base))
@@ -740,6 +573,18 @@ def _shared_input_boundaries(
             )
         )
     return out
+
+
+def _named_op(kernel: Kernel, order: dict[torch.fx.Node, int]) -> str:
+    """The op that names a kernel in a shared-input boundary: the last op it
+    computes, in graph order (its origins also name the views it reads
+    through, which several kernels share)."""
+    computed = [
+        o for o in kernel.origins if computes(o) and o.name not in kernel.copy_for
+    ]
+    if computed:
+        return max(computed, key=lambda o: order.get(o, -1)).name
+    return kernel.origins[-1].name if kernel.origins else kernel.name
 
 
 def coverage_violations(graph: dict[str, Any]) -> list[str]:

@@ -9,7 +9,8 @@ attaches a predicted time to each decision and LLVM's remarks carry hotness:
 * :func:`predicted_gain`: what fusing the two kernels of one boundary would
   save: the bytes that would no longer cross memory (the consumer's read of
   the producer's buffer; the producer's write too when no other kernel reads
-  it) at the copy bandwidth, and the launch of one kernel;
+  it) at the copy bandwidth, and the launch of one kernel; nothing, and no
+  time, where one side is a library call (:func:`library_side`);
 * :func:`price`: every boundary's ``predicted`` gain in one graph's JSON, at
   the cost model ``config.fusion_cost_model`` names; the sinks call it for
   every published graph, so the JSON, the ``+fusion`` log and the pages show it;
@@ -42,6 +43,7 @@ __all__ = [
     "annotate",
     "awaits_measurement",
     "cost_model_for",
+    "library_side",
     "predicted_gain",
     "price",
 ]
@@ -112,6 +114,26 @@ def cost_model_for(device: str, spec: str | None = None) -> CostModel:
 # Reasons that fire only where the two sides share no memory access at the
 # same index (see predicted_gain).
 _NO_COMMON_ACCESS = frozenset({"no_shared_data", "indexing_mismatch"})
+# Kernel kinds that are library calls: Inductor generates no code for them,
+# so nothing can be fused into them (a template, e.g. under max-autotune, is
+# generated and can take epilogues: it is not one of these).
+_LIBRARY_KINDS = frozenset({"extern", "fallback"})
+# Reasons recorded where one side of a boundary is such a call, for a
+# boundary whose kernels' kinds are not in the report.
+_LIBRARY_REASONS = frozenset({"extern_kernel", "fallback_kernel", "extern_input"})
+
+
+def library_side(boundary: Mapping[str, Any], kinds: Mapping[str, str]) -> str | None:
+    """The library call (extern or fallback kernel) on either side of
+    ``boundary``, or None: such a call reads its inputs from memory and writes
+    its output there whatever Inductor fuses, so no fusion removes the
+    boundary.  ``kinds``: kernel name -> kind, of the boundary's graph."""
+    for kernel in boundary.get("kernels") or []:
+        if kinds.get(kernel) in _LIBRARY_KINDS:
+            return str(kernel)
+    if boundary.get("reason") in _LIBRARY_REASONS:
+        return str(boundary.get("reason"))
+    return None
 
 
 def _readers(graph: Mapping[str, Any]) -> dict[str, set[str]]:
@@ -149,6 +171,13 @@ def predicted_gain(
     ``gain_s``: bytes over the copy bandwidth plus launches times the launch
     cost; None where the model prices no time.  ``None`` byte fields where
     the report has no size for the buffer.
+
+    A boundary with a library call on one side (:func:`library_side`: a conv
+    or matmul run as an extern kernel and the batch norm or ReLU after it)
+    saves nothing, and its ``gain_s`` is None whatever the model: the call
+    writes its output and reads its inputs in memory however the generated
+    code around it is fused, so pricing its buffer would predict a gain no
+    fusion can give; ``note`` says so.
     """
     readers = _readers(graph) if readers is None else readers
     kinds = {k["name"]: k["kind"] for k in graph.get("kernels", [])}
@@ -166,6 +195,18 @@ def predicted_gain(
         producer_kernel
     ) == functions.get(consumer_kernel)
     launches = 1 if generated and not same_function else 0
+    library = library_side(boundary, kinds)
+    if library is not None:
+        return {
+            "bytes_saved": 0,
+            "read_saved": 0,
+            "write_saved": 0,
+            "launches_saved": 0,
+            "gain_s": None,
+            "note": f"no fusion can remove this boundary: {library} is a "
+            "library call, which reads its inputs and writes its output in "
+            "memory whatever Inductor fuses around it",
+        }
     note = None
     if boundary.get("reason") in _NO_COMMON_ACCESS:
         read = write = 0

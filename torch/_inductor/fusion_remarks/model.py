@@ -146,9 +146,12 @@ class KernelRecord:
     how: list[str] = dataclasses.field(default_factory=list)
     # ops whose value it only copies into another layout (for an extern kernel)
     copy_for: list[str] = dataclasses.field(default_factory=list)
+    # for an extern kernel: ops that other kernels compute into its inputs,
+    # which Inductor names among its origins (only present when some are)
+    input_ops: list[str] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "kind": self.kind,
             "ops": list(self.ops),
@@ -157,6 +160,9 @@ class KernelRecord:
             "how": list(self.how),
             "copy_for": list(self.copy_for),
         }
+        if self.input_ops:
+            out["input_ops"] = list(self.input_ops)
+        return out
 
 
 @dataclasses.dataclass

@@ -5,7 +5,8 @@ the pairs the scheduler evaluated (``TORCH_LOGS=+fusion``), and one line per
 Dynamo graph break.  Reads only a graph report's JSON (``fusion_report``'s
 schema).  The pages, pictures and diffs are the fusion viewer's
 (``packages/fusion_viewer``), which torch does not import; the few formatters
-both need (byte counts, durations, predicted gains, kernel groups) are
+both need (byte counts, durations, predicted gains, kernel groups, folded
+lists of names, an extern kernel's inputs, why an op has no kernel) are
 therefore kept here too, and must say the same as the viewer's
 ``fusion_viewer.common``.
 """
@@ -99,6 +100,63 @@ def kernel_groups(graph: dict[str, Any]) -> list[dict[str, Any]]:
     return groups
 
 
+def fold_names(names: Sequence[object], limit: int = 8, last: str = " and ") -> str:
+    """Names for people: ``a, b and c`` (``last`` joins the last two); past
+    ``limit`` names, the first ``limit`` and how many more (``a, b, c and 37
+    more``), so that a line stays readable for a graph of thousands of ops."""
+    words = [str(n) for n in names]
+    if len(words) > limit:
+        return ", ".join(words[:limit]) + f" and {len(words) - limit} more"
+    if len(words) < 2:
+        return "".join(words)
+    return ", ".join(words[:-1]) + last + words[-1]
+
+
+def extern_inputs(
+    kernel: dict[str, Any], graph: dict[str, Any]
+) -> list[tuple[str, list[str]]]:
+    """The computing ops of an extern kernel's ``input_ops`` (the values other
+    kernels compute into its inputs) by the kernel that computes them, in
+    graph order: ``[("cpp_fused_clone_0", ["clone", "iota_4"]), ...]``; a
+    generated kernel is named by its function, an op no kernel computes is
+    under ``""``.  Empty for other kernels and older captures."""
+    ops = {op.get("name"): op for op in graph.get("ops") or []}
+    order = {name: i for i, name in enumerate(ops)}
+    shown = {
+        k.get("name"): str(k.get("function") or k.get("name"))
+        for k in graph.get("kernels") or []
+    }
+    out: dict[str, list[str]] = {}
+    names = sorted(kernel.get("input_ops") or [], key=lambda n: order.get(n, -1))
+    for name in names:
+        op = ops.get(name) or {}
+        if op.get("computes"):
+            by = dict.fromkeys(
+                shown.get(k, str(k))
+                for k in op.get("kernels") or []
+                if k != kernel.get("name")
+            )
+            for source in by or [""]:
+                out.setdefault(source, []).append(str(name))
+    return list(out.items())
+
+
+def eliminated_words(code: object) -> str:
+    """Why a computing op has no kernel (its ``eliminated`` code), in words
+    that say what the generated code does (fusion_remarks.analysis)."""
+    words = {
+        "dead_code": "its value is never used (dead code)",
+        "cat_in_place": "a cat: the kernels computing its inputs write them "
+        "into slices of its output",
+        "removed": "Inductor removed its buffer",
+        "symbolic_scalar": "a size (a scalar of symbolic shapes), not a "
+        "tensor: each kernel or wrapper line that uses it computes its "
+        "expression",
+        "no_kernel": "no kernel names it among its origins",
+    }
+    return words.get(str(code), str(code or ""))
+
+
 def _short_source(source: str | None) -> str:
     if not source:
         return ""
@@ -106,20 +164,16 @@ def _short_source(source: str | None) -> str:
     return f"{filename.rsplit('/', 1)[-1]}:{line}"
 
 
+# How many loop nests of one function, and options held off by an ablation
+# switch, one line names (fold_names says how many more).
+_NESTS_SHOWN = 8
+_HELD_SHOWN = 8
 _HOW_WORDS = {
     "inlined": "inlined into one loop nest at lowering",
     "scheduler": "fused by the scheduler",
     "combined": "combined into one launch",
 }
 _EXTERN_KINDS = ("extern", "fallback")
-
-
-def _and(words: Sequence[str]) -> str:
-    """``["a", "b", "c"]`` -> ``"a, b and c"``."""
-    words = list(words)
-    if len(words) < 2:
-        return "".join(words)
-    return ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def _loop_nest(
@@ -141,10 +195,24 @@ def _loop_nest(
         if len(names) == 1:
             parts.append(names[0])
         else:
-            parts.append(_and(names) + (", " + " and ".join(how) if how else ""))
+            parts.append(fold_names(names) + (", " + " and ".join(how) if how else ""))
     if copies:
-        parts.append(f"layout copy for {_and(copies)}")
-    return "; ".join(parts) or "-"
+        parts.append(f"layout copy for {fold_names(copies)}")
+    if not parts:
+        named = [n for n in kernel["ops"] if n not in ops or not ops[n]["computes"]]
+        return "no computing op" + (f" ({fold_names(named)})" if named else "")
+    return "; ".join(parts)
+
+
+def _inputs_from(kernel: dict[str, Any], graph: dict[str, Any]) -> str:
+    """``; inputs from cpp_fused_x_0: clone and iota_4``: what other kernels
+    compute into an extern kernel's inputs (it does not compute them)."""
+    return "".join(
+        f"; inputs from {source}: {fold_names(names)}"
+        if source
+        else f"; inputs no kernel computes: {fold_names(names)}"
+        for source, names in extern_inputs(kernel, graph)
+    )
 
 
 def render_graph(graph: dict[str, Any], costs: bool = False) -> str:
@@ -176,11 +244,11 @@ def render_graph(graph: dict[str, Any], costs: bool = False) -> str:
         sources = sorted(
             {_short_source(ops[n]["source"]) for n in names if ops[n].get("source")}
         )
-        where = f"  [{', '.join(sources)}]" if sources else ""
+        where = f"  [{fold_names(sources, last=', ')}]" if sources else ""
         if first["kind"] in _EXTERN_KINDS:
             node, _, call = first["name"].partition(":")
             label = f"{call or node} [{node}] ({first['kind']} call)"
-            body = _loop_nest(first, ops, order)
+            body = _loop_nest(first, ops, order) + _inputs_from(first, graph)
         elif len(group) == 1:
             function = first.get("function") or "<no generated function>"
             label = f"{function} [{first['name']}] ({first['kind']})"
@@ -192,8 +260,11 @@ def render_graph(graph: dict[str, Any], costs: bool = False) -> str:
                 f"{len(group)} {nests}, not fused with each other)"
             )
             body = " | ".join(
-                f"[{k['name']}] {_loop_nest(k, ops, order)}" for k in group
+                f"[{k['name']}] {_loop_nest(k, ops, order)}"
+                for k in group[:_NESTS_SHOWN]
             )
+            if len(group) > _NESTS_SHOWN:
+                body += f" | and {len(group) - _NESTS_SHOWN} more {nests}"
         lines.append(f"  {label}: {body}{where}")
     passes = [r for r in graph["remarks"] if r["stage"] == "fx_pass"]
     if passes:
@@ -212,9 +283,11 @@ def render_graph(graph: dict[str, Any], costs: bool = False) -> str:
     held = [r for r in graph["remarks"] if r["reason"] == "config_held_off"]
     if held:
         switches = sorted({r["args"]["switch"] for r in held})
+        options = [f"{r['args']['option']}={r['args']['value']!r}" for r in held]
+        count = f" ({len(held)} options)" if len(held) > _HELD_SHOWN else ""
         lines.append(
-            f"  held off by config.{' and config.'.join(switches)}: "
-            + ", ".join(f"{r['args']['option']}={r['args']['value']!r}" for r in held)
+            f"  held off by config.{' and config.'.join(switches)}{count}: "
+            + fold_names(options, _HELD_SHOWN, last=", ")
         )
     boundaries = graph["boundaries"]
     if boundaries:
@@ -223,30 +296,57 @@ def render_graph(graph: dict[str, Any], costs: bool = False) -> str:
             lines.append(f"    ({fmt_cost_model(graph['cost_model'])})")
     elif len(computing) > 1:
         lines.append("  no boundaries: every dependent pair of ops shares a kernel")
-    for b in boundaries:
+    lines.extend(_boundary_lines(boundaries, ops, costs))
+    eliminated: dict[str, list[str]] = {}
+    for op in computing:
+        if op.get("eliminated"):
+            eliminated.setdefault(op["eliminated"], []).append(op["name"])
+    for code, names in eliminated.items():
+        lines.append(f"  {fold_names(names)}: no kernel: {eliminated_words(code)}")
+    if not computing:
+        lines.append("  no computing op: the graph only moves or views its inputs")
+    return "\n".join(lines)
+
+
+def _boundary_lines(
+    boundaries: list[dict[str, Any]], ops: dict[str, Any], costs: bool
+) -> list[str]:
+    """One line per boundary; shared-input boundaries between the same two
+    ops, for the same reason, are one line naming their pairs of kernels
+    (several loop nests that read one buffer, each pair refused alike)."""
+    lines: list[str] = []
+    alike: dict[object, list[dict[str, Any]]] = {}
+    for i, b in enumerate(boundaries):
+        shared = b["relation"] == "shared_input"
+        key = (b["producer"], b["consumer"], b["reason"]) if shared else i
+        alike.setdefault(key, []).append(b)
+    for repeats in alike.values():
+        b = repeats[0]
         arrow = "->" if b["relation"] == "dependency" else "||"
         sources = [
             _short_source(ops.get(n, {}).get("source"))
             for n in (b["producer"], b["consumer"])
         ]
         where = " / ".join(dict.fromkeys(s for s in sources if s))
+        also = [" + ".join(r["kernels"]) for r in repeats[1:]]
         lines.append(
             f"    {b['producer']} {arrow} {b['consumer']}: {b['reason']} "
             f"({b['category']}, {b['stage']})"
             + (f" [{where}]" if where else "")
             + (f": {b['detail']}" if b["detail"] else "")
             + (
+                f" (and {len(also)} more pair{'s' if len(also) > 1 else ''} "
+                f"of kernels alike: {fold_names(also)})"
+                if also
+                else ""
+            )
+            + (
                 f"; predicted: {fmt_predicted(b['predicted'])}"
                 if costs and b.get("predicted")
                 else ""
             )
         )
-    for op in computing:
-        if op.get("eliminated"):
-            lines.append(f"  {op['name']}: no kernel ({op['eliminated']})")
-    if not computing:
-        lines.append("  no computing op: the graph only moves or views its inputs")
-    return "\n".join(lines)
+    return lines
 
 
 def render_evaluated_pairs(graph: dict[str, Any]) -> str:
