@@ -1,9 +1,12 @@
 """``python tools/fork.py install`` in virtualenvs of a user's own.
 
-Two fresh virtualenvs, each given this test's torch (the repository's
-virtualenv's site-packages, added by a ``.pth`` path line: no download) and the
-fork by the documented command, run with that environment's Python from the
-repository's root.  Each gets an overlay of its own; a user script under
+Two fresh virtualenvs, each with the fork installed by the documented command,
+run with that environment's Python from the repository's root.  A installs
+this test's torch release with pip, its own copy in its own site-packages (the
+wheel alone: its dependencies, the CUDA libraries among them, come from the
+repository's virtualenv by a ``.pth`` path line, which keeps the test to one
+download of about 540 MB); B reaches the repository's torch by such a line
+alone.  Each gets an overlay of its own; a user script under
 ``TORCH_LOGS=fusion`` prints the summary; removing one environment leaves the
 other working; an overlay built for another torch is named by ``check`` and
 never rebuilt from here; a missing or broken overlay is one line at start and
@@ -55,13 +58,40 @@ class TestInstallIntoYourOwnVirtualenv(unittest.TestCase):
         self.tmp = Path(self._tmp.name)
         self.release = torch_release()
 
-    def make_env(self, name: str) -> Path:
-        """A fresh virtualenv whose torch is this test's."""
+    def make_env(self, name: str, *, install_torch: bool = False) -> Path:
+        """A fresh virtualenv that reaches the repository's site-packages;
+        with ``install_torch``, torch of this test's release installed by pip
+        into its own site-packages first, so that copy is the one it imports."""
         env = self.tmp / name
         subprocess.run(
             [sys.executable, "-m", "venv", "--without-pip", str(env)], check=True
         )
-        site = Path(
+        site = self.site_of(env)
+        if install_torch:
+            installed = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "--python",
+                    str(env / "bin" / "python"),
+                    "install",
+                    "--quiet",
+                    "--no-deps",
+                    f"torch=={self.release}",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=1200,
+            )
+            self.assertEqual(installed.returncode, 0, installed.stderr[-3000:])
+            self.assertTrue((site / "torch" / "__init__.py").is_file())
+        (site / "shared-packages.pth").write_text(f"{SITE}\n")
+        return env
+
+    @staticmethod
+    def site_of(env: Path) -> Path:
+        return Path(
             subprocess.check_output(
                 [
                     str(env / "bin" / "python"),
@@ -71,8 +101,6 @@ class TestInstallIntoYourOwnVirtualenv(unittest.TestCase):
                 text=True,
             ).strip()
         )
-        (site / "shared-torch.pth").write_text(f"{SITE}\n")
-        return env
 
     def run_in(
         self, env: Path, *args: str, **extra_env: str
@@ -95,7 +123,13 @@ class TestInstallIntoYourOwnVirtualenv(unittest.TestCase):
         return self.run_in(env, "-c", "import torch; print(torch.__file__)")
 
     def test_two_environments_each_with_its_own_overlay(self) -> None:
-        a, b = self.make_env("a"), self.make_env("b")
+        a, b = self.make_env("a", install_torch=True), self.make_env("b")
+        # A's own torch, installed by pip; B's, the repository's
+        own_torch = self.site_of(a) / "torch"
+        self.assertEqual(
+            self.run_in(a, "-c", "import torch; print(torch.__version__)").stdout,
+            self.run_in(b, "-c", "import torch; print(torch.__version__)").stdout,
+        )
         overlays = {}
         for env in (a, b):
             result = self.run_in(env, "tools/fork.py", "install")
@@ -109,6 +143,12 @@ class TestInstallIntoYourOwnVirtualenv(unittest.TestCase):
                 torch_file.stdout.strip(), str(overlay / "torch" / "__init__.py")
             )
         self.assertNotEqual(overlays[a], overlays[b])
+        # A's overlay is built on A's own torch, B's on the repository's
+        for env, torch_dir in ((a, own_torch), (b, SITE / "torch")):
+            manifest = json.loads(
+                (overlays[env] / ".fork" / "manifest.json").read_text()
+            )
+            self.assertEqual(Path(manifest["torch_dir"]), torch_dir)
 
         # the user's script under TORCH_LOGS=fusion, in A: the fork's summary
         (self.tmp / "user.py").write_text(USER_SCRIPT)
@@ -140,7 +180,7 @@ class TestInstallIntoYourOwnVirtualenv(unittest.TestCase):
             self.assertEqual(result.returncode, status, command)
             self.assertIn(
                 f"overlay {overlays[a]} is built for the torch at /elsewhere/torch, "
-                f"not this Python's ({SITE / 'torch'})",
+                f"not this Python's ({own_torch})",
                 result.stdout + result.stderr,
             )
         manifest.write_text(saved)
@@ -151,7 +191,7 @@ class TestInstallIntoYourOwnVirtualenv(unittest.TestCase):
         entry.unlink()
         entry.symlink_to(self.tmp / "gone" / "torch" / "__init__.py")
         torch_file = self.torch_file(a)
-        self.assertEqual(torch_file.stdout.strip(), str(SITE / "torch" / "__init__.py"))
+        self.assertEqual(torch_file.stdout.strip(), str(own_torch / "__init__.py"))
         self.assertEqual(
             torch_file.stderr.splitlines(),
             [
@@ -169,7 +209,7 @@ class TestInstallIntoYourOwnVirtualenv(unittest.TestCase):
         self.assertFalse(overlays[a].exists())
         torch_file = self.torch_file(a)
         self.assertEqual(torch_file.stderr, "")
-        self.assertEqual(torch_file.stdout.strip(), str(SITE / "torch" / "__init__.py"))
+        self.assertEqual(torch_file.stdout.strip(), str(own_torch / "__init__.py"))
 
     @unittest.skipUnless(
         getattr(sys, "_base_executable", sys.executable) != sys.executable,

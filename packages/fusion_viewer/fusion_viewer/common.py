@@ -321,6 +321,22 @@ def eliminated_words(code: object) -> str:
     return words.get(str(code), str(code or ""))
 
 
+# ``eliminated_words`` in a few words, for a node of a picture (its tooltip
+# has the full words).
+_ELIMINATED_SHORT = {
+    "dead_code": "dead code",
+    "cat_in_place": "written in place into the cat",
+    "removed": "buffer removed",
+    "symbolic_scalar": "a size, computed where used",
+    "no_kernel": "no kernel",
+}
+
+
+def eliminated_short(code: object) -> str:
+    """Why a computing op has no kernel, in a few words."""
+    return _ELIMINATED_SHORT.get(str(code), str(code or "no kernel"))
+
+
 def kernel_row_id(slug: str, index: int) -> str:
     """The id of a kernel group's row in its graph's kernel table."""
     return f"kern-{slug}-{index}"

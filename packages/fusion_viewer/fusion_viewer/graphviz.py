@@ -24,7 +24,15 @@ import subprocess
 import time
 from typing import Any
 
-from .common import boundary_id, computing_ops, copied_ops, esc, fmt_bytes
+from .common import (
+    boundary_id,
+    computing_ops,
+    copied_ops,
+    eliminated_short,
+    eliminated_words,
+    esc,
+    fmt_bytes,
+)
 
 
 __all__ = [
@@ -454,10 +462,11 @@ def _op_dot(
     for op in loose:
         name = op.get("name", "")
         node_ids[name] = f"n-{slug}-{len(node_ids)}"
-        why = op.get("eliminated") or "no kernel"
+        why = eliminated_short(op.get("eliminated"))
+        tooltip = f"{name}: {eliminated_words(op.get('eliminated')) or why}"
         lines.append(
             f"  {_q(name)} [id={_q(node_ids[name])}, "
-            f"label={_q(f'{name}{chr(10)}{why}')}, shape=box, "
+            f"label={_q(f'{name}{chr(10)}{why}')}, tooltip={_q(tooltip)}, shape=box, "
             'style="dashed,rounded", color="#9e9e9e", fontcolor="#616161"];'
         )
 

@@ -4,7 +4,7 @@
 Real captures, rendered to HTML (no browser needed): an extern call's row
 lists what it computes and names the kernel that computes its inputs; the
 layout copies of a convolution's inputs read as copies; an op with no kernel
-says why in words.  The words are the ``fusion`` log's (``fold_names``,
+says why in words, in the picture too.  The words are the ``fusion`` log's (``fold_names``,
 ``extern_inputs`` and ``eliminated_words`` are shared with torch's summary).
 """
 
@@ -14,7 +14,7 @@ import re
 
 import torch
 import torch._dynamo
-from fusion_viewer import common, html as render_html
+from fusion_viewer import common, graphviz, html as render_html
 from torch._inductor import fusion_report
 from torch._inductor.test_case import run_tests, TestCase
 
@@ -83,6 +83,14 @@ class TestPageLabels(TestCase):
         )
         # the annotated source says it at the op's line
         self.assertIn(f"mul has no kernel: {words}", text_of(page))
+        # the picture's node, in a few words (the code nowhere), the full
+        # words on hover
+        (graph,) = rep.to_json()["graphs"]
+        dot = graphviz._op_dot(graph, "g0", graphviz.kernel_colours(graph))
+        (node,) = [line for line in dot.splitlines() if line.startswith('  "mul" [')]
+        self.assertIn('label="mul\\na size, computed where used"', node)
+        self.assertIn(f'tooltip="mul: {words}"', node)
+        self.assertNotIn("symbolic_scalar", dot)
 
 
 if __name__ == "__main__":
