@@ -700,7 +700,7 @@ class TestRealTorch(unittest.TestCase):
         manifest = json.loads((self.overlay / ".fork/manifest.json").read_text())
         self.assertIn("torch/_inductor/scheduler.py", manifest["patches"])
         # A rebuild of a set-up tree changes nothing (the speed itself is a
-        # benchmark, reported in README.md, not asserted here).
+        # benchmark, reported in docs/source/torch.compiler_fusion_status.md, not asserted here).
         start = time.perf_counter()
         result = self.run_tool("build")
         self.assertLess(time.perf_counter() - start, 30)
