@@ -107,6 +107,13 @@ def record(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
     if decision.lean_combine:
         args["online_combine"] = "lean"
         detail += "; the online softmax's lean combine"
+    if decision.aligned_vector:
+        args["aligned_vector"] = decision.aligned_vector
+        detail += (
+            f"; its steps aligned to {decision.aligned_vector} elements (rows "
+            "start off a 16-byte boundary): the row's head and tail masked, the "
+            "loads and stores inside it in vectors"
+        )
     fusion_hooks.record_pass_remark(
         Remark(
             Kind.FUSED if decision.fused else Kind.MISSED,

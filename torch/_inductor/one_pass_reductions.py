@@ -56,7 +56,12 @@ import functools
 import logging
 from typing import Any, TYPE_CHECKING
 
-from . import config, one_pass_reduction_remarks, release_compat
+from . import (
+    config,
+    one_pass_reduction_aligned_loops,
+    one_pass_reduction_remarks,
+    release_compat,
+)
 from .fusion_remarks.taxonomy import Reason
 
 
@@ -253,6 +258,7 @@ def _config_class() -> type:
     class OnePassTritonConfig(FixedTritonConfig):
         fast_exp: bool = False
         lean_combine: bool = False
+        aligned_vector: int = 0
 
     return OnePassTritonConfig
 
@@ -393,6 +399,7 @@ class Decision:
     fast_exp: bool = False
     upstream_loop: bool = False
     lean_combine: bool = False
+    aligned_vector: int = 0
 
     @property
     def fused(self) -> bool:
@@ -623,6 +630,13 @@ def _kernel_kwargs(
             decision, bool(config.one_pass_reductions_lean_combine)
         ),
     )
+    if decision.loop_block is not None and config.one_pass_reductions_aligned_loads:
+        decision = dataclasses.replace(
+            decision,
+            aligned_vector=one_pass_reduction_aligned_loops.vector_for_row(
+                row, _row_long_itemsizes(nodes, numel, row)
+            ),
+        )
     one_pass_reduction_remarks.record(decision, nodes)
     config_class = _config_class()
 
@@ -640,6 +654,7 @@ def _kernel_kwargs(
                 },
                 fast_exp=decision.fast_exp,
                 lean_combine=decision.lean_combine,
+                aligned_vector=decision.aligned_vector,
             ),
         }
     if not decision.fused:
@@ -715,6 +730,21 @@ def _element_bytes(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> int:
     except Exception:
         return 2
     return min(sizes, default=2)
+
+
+def _row_long_itemsizes(
+    nodes: list[BaseSchedulerNode], numel: Any, row: int
+) -> list[int]:
+    """The element sizes of every row-long buffer the kernel reads or writes."""
+    from .dependencies import MemoryDep
+    from .virtualized import V
+
+    return [
+        V.graph.get_dtype(dep.name).itemsize
+        for node in nodes
+        for dep in (*node.read_writes.reads, *node.read_writes.writes)
+        if isinstance(dep, MemoryDep) and _is_row_long(dep, numel, row)
+    ]
 
 
 def _rows_contiguous(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> bool:

@@ -1,0 +1,174 @@
+# Owner(s): ["module: inductor"]
+"""Aligned loads in the one-pass pass's loops
+(torch/_inductor/one_pass_reduction_aligned_loops.py).
+
+On the CPU: the vector a row gets.  On CUDA (skipped without a GPU): rows
+that start off a 16-byte boundary are walked in aligned steps (the rule
+fires: ``tl.multiple_of`` on the row's index, the unaligned head and tail
+under the row's bounds, and the ``aligned_vector`` remark), and not where
+the row is a multiple of the vector or the option is off (the counterfactual);
+the results equal upstream's kernel and eager over ragged widths, row
+strides, offsets into a larger buffer, every dtype, forward and backward.
+Speed is measured by benchmarks/fusion/reductions.py, not here.
+"""
+
+import itertools
+import unittest
+
+import torch
+import torch.nn.functional as F
+from torch._inductor import config, fusion_report
+from torch._inductor.one_pass_reduction_aligned_loops import vector_for_row
+from torch._inductor.test_case import run_tests, TestCase
+from torch._inductor.utils import run_and_get_code
+from torch.testing._internal.common_cuda import TEST_CUDA
+
+
+class TestVector(TestCase):
+    def test_sixteen_bytes_of_the_smallest_element(self):
+        self.assertEqual(vector_for_row(50257, [2, 2]), 8)
+        self.assertEqual(vector_for_row(50257, [2, 4]), 8)  # bf16 in, fp32 out
+        self.assertEqual(vector_for_row(50257, [4]), 4)
+        self.assertEqual(vector_for_row(50258, [2]), 8)
+        self.assertEqual(vector_for_row(50258, [4]), 4)
+
+    def test_none_where_triton_sees_the_alignment_or_nothing_is_known(self):
+        self.assertEqual(vector_for_row(65536, [2]), 0)
+        self.assertEqual(vector_for_row(50260, [4]), 0)
+        self.assertEqual(vector_for_row(50257, [16]), 0)  # one element a vector
+        self.assertEqual(vector_for_row(None, [2]), 0)
+        self.assertEqual(vector_for_row(50257, []), 0)
+
+
+def ops(target: torch.Tensor, weight: torch.Tensor) -> dict:
+    n = weight.numel()
+    return {
+        "softmax": lambda t: torch.softmax(t, -1),
+        "log_softmax": lambda t: torch.log_softmax(t, -1),
+        "layer_norm": lambda t: F.layer_norm(t, (n,), weight, weight * 0.5),
+        "rms_norm": lambda t: F.rms_norm(t, (n,), weight),
+        "cross_entropy": lambda t: F.cross_entropy(t.float(), target),
+    }
+
+
+@unittest.skipIf(not TEST_CUDA, "needs a CUDA device")
+class TestAlignedLoadsCuda(TestCase):
+    ROWS = 264  # two rows per multiprocessor of an H100: looped in wide steps
+
+    def compile(self, fn, *args, **patch):
+        torch._dynamo.reset()
+        with (
+            config.patch(
+                {"fx_graph_cache": False, "one_pass_reductions": True, **patch}
+            ),
+            fusion_report.capture() as rep,
+        ):
+            out, codes = run_and_get_code(torch.compile(fn), *args)
+        remarks = [
+            r
+            for g in rep.to_json()["graphs"]
+            for r in g["remarks"]
+            if r["stage"] == "one_pass_reduction"
+        ]
+        return out, "\n".join(codes), remarks
+
+    def test_rows_off_a_boundary_are_walked_in_aligned_steps(self):
+        x = torch.randn(self.ROWS, 50257, device="cuda", dtype=torch.bfloat16) * 4
+
+        def fn(t):
+            return torch.softmax(t, -1)
+
+        out, code, remarks = self.compile(fn, x)
+        self.assertEqual(out, fn(x), atol=2e-3, rtol=2e-2)
+        self.assertIn("r0_lead = (", code)
+        self.assertIn("tl.multiple_of(", code)
+        self.assertRegex(code, r"tl\.load\(in_ptr0 \+ \(r0_row\)")
+        self.assertRegex(code, r"tl\.store\(out_ptr\d \+ \(r0_row\)")
+        vectors = [r["args"].get("aligned_vector") for r in remarks]
+        self.assertIn(8, vectors)
+        self.assertIn("aligned to 8 elements", remarks[0]["detail"])
+        # Counterfactuals: the option off; a row that is a multiple of the
+        # vector; the pass off: upstream's loop, no aligned vector.
+        for patch, t in (
+            ({"one_pass_reductions_aligned_loads": False}, x),
+            ({}, x[:, :50256].contiguous()),
+            ({"one_pass_reductions": False}, x),
+        ):
+            with self.subTest(patch=patch, row=t.shape[1]):
+                out, code, remarks = self.compile(fn, t, **patch)
+                self.assertEqual(out, fn(t), atol=2e-3, rtol=2e-2)
+                self.assertNotIn("r0_lead", code)
+                self.assertNotIn("r0_row", code)
+                self.assertTrue(all("aligned_vector" not in r["args"] for r in remarks))
+
+    def rows(self, width: int, layout: str, dtype: torch.dtype) -> torch.Tensor:
+        """Rows of ``width`` in ``layout``: contiguous; one row in, rows 3
+        elements apart (``row_stride``); or 7 elements into each row of a
+        larger buffer (``offset``)."""
+        pad = {"contiguous": 0, "row_stride": 3, "offset": 7}[layout]
+        storage = (torch.randn(self.ROWS + 1, width + pad, device="cuda") * 4).to(dtype)
+        if layout == "contiguous":
+            return storage[: self.ROWS]
+        start = pad if layout == "offset" else 0
+        return storage[1:, start : start + width]
+
+    def check(self, name: str, x: torch.Tensor) -> str:
+        width = x.shape[1]
+        target = torch.randint(0, width, (self.ROWS,), device="cuda")
+        weight = torch.rand(width, device="cuda", dtype=x.dtype) + 0.5
+        out, code, _ = self.compile(ops(target, weight)[name], x)
+        ref = ops(target, weight.float())[name](x.float())
+        tol = 1e-4 if x.dtype == torch.float32 else 2e-2
+        torch.testing.assert_close(out.float(), ref, atol=tol, rtol=tol)
+        return code
+
+    def test_ragged_widths_strides_offsets_and_dtypes_equal_eager(self):
+        layouts = ("contiguous", "row_stride", "offset")
+        dtypes = (torch.bfloat16, torch.float16, torch.float32)
+        for width, layout, dtype in itertools.product((32771, 50262), layouts, dtypes):
+            with self.subTest(width=width, layout=layout, dtype=dtype):
+                code = self.check("softmax", self.rows(width, layout, dtype))
+                # 16-bit rows this long are looped by the pass, with aligned
+                # steps; float32 ones keep upstream's configuration (its
+                # online softmax's tail at 8192 is too long:
+                # one_pass_reductions.loop_block_for_row)
+                self.assertEqual("r0_row" in code, dtype != torch.float32)
+        for name in ("log_softmax", "layer_norm", "rms_norm", "cross_entropy"):
+            for layout, dtype in (
+                ("offset", torch.bfloat16),
+                ("row_stride", torch.float16),
+            ):
+                with self.subTest(op=name, layout=layout, dtype=dtype):
+                    self.check(name, self.rows(50257, layout, dtype))
+
+    def test_forward_and_backward_equal_upstream_and_eager(self):
+        width = 50257
+        target = torch.randint(0, width, (self.ROWS,), device="cuda")
+        weight = torch.rand(width, device="cuda", dtype=torch.bfloat16) + 0.5
+        for name, fn in ops(target, weight).items():
+            with self.subTest(op=name):
+                x = torch.randn(
+                    self.ROWS, width, device="cuda", dtype=torch.bfloat16
+                ).requires_grad_()
+
+                def step(t, fn=fn):
+                    return fn(t).float().square().mean()
+
+                def grads(x=x, **patch):
+                    torch._dynamo.reset()
+                    with config.patch(
+                        {"fx_graph_cache": False, "one_pass_reductions": True, **patch}
+                    ):
+                        (grad,) = torch.autograd.grad(torch.compile(step)(x), x)
+                    return grad.float()
+
+                aligned = grads()
+                upstream = grads(one_pass_reductions=False)
+                xf = x.float().detach().requires_grad_()
+                (eager,) = torch.autograd.grad(step(xf), xf)
+                torch.testing.assert_close(aligned, upstream, atol=2e-3, rtol=5e-2)
+                torch.testing.assert_close(aligned, eager.float(), atol=2e-3, rtol=5e-2)
+
+
+if __name__ == "__main__":
+    run_tests()

@@ -1,0 +1,218 @@
+"""Aligned loads in the looped kernels of the one-pass reductions pass.
+
+Why: a row whose length is not a multiple of the 16-byte vector (50257
+bfloat16 logits, GPT-2's vocabulary) starts off a 16-byte boundary in every
+row but the first.  Upstream's reduction loop indexes each element as
+``r0_1 + 50257*x0`` under the mask ``r0_index < r0_numel``; Triton cannot
+prove that a group of elements starts on a boundary nor that the mask is
+the same across it, so every load and store of the loop is a scalar one.
+Eager's CUDA kernel loads each row's unaligned head apart and the rest in
+vectors, and beat every compiled arm at such widths (H100, bfloat16
+softmax at 2048 x 50257: 202 us in eager, 255 us in the pass's loop; a
+hand-written loop of the pass's form with aligned loads, 217 us:
+benchmarks/results/one_pass/reductions_h100_acceptance.md).
+
+What it generates instead, in a looped kernel the pass configured with one
+row per block (``XBLOCK`` 1) and a vector of ``V`` elements
+(``OnePassTritonConfig.aligned_vector``): the loop walks the row from its
+start rounded down to a multiple of ``V`` (``r0_lead`` elements before
+it), so every step starts on a boundary; the index of each load or store of
+the row is ``r0_row``, that boundary plus the step, marked
+``tl.multiple_of(..., V)``; a step wholly inside the row runs under a mask
+that is constant ``True`` (its loads and stores are vectors), and the first
+and last steps, which hold the row's unaligned head and tail, under the
+row's bounds.  The body is upstream's, generated once and written into both
+branches.  A load of another buffer (a norm's weight, indexed by the
+position in the row alone) whose start is not provably congruent to the
+row's keeps upstream's index and mask.
+
+The two hooks, :func:`index_str` (``TritonKernel.indexing``) and
+:func:`applies` / :func:`write_loop` (``TritonKernel.codegen_body``), do
+nothing for a kernel the pass did not give ``aligned_vector``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from typing import Any
+
+import sympy
+
+from . import config
+from .utils import sympy_index_symbol
+from .virtualized import V
+
+
+@dataclasses.dataclass
+class _AlignedRow:
+    """The row of one kernel: the start of its first row-long access
+    (``base``, in terms of the kernel's x variables) and the vector."""
+
+    vector: int
+    base: sympy.Expr
+    x_subs: dict[sympy.Symbol, sympy.Expr]
+
+
+# kernel -> its aligned row, set by the first load or store of the row
+_ROWS: weakref.WeakKeyDictionary[Any, _AlignedRow] = weakref.WeakKeyDictionary()
+
+
+VECTOR_BYTES = 16
+
+
+def vector_for_row(row: int | None, itemsizes: list[int]) -> int:
+    """The vector, in elements, of a looped kernel over rows of ``row``
+    elements whose row-long buffers have elements of ``itemsizes`` bytes:
+    16 bytes of the smallest; 0 (upstream's loop) where the row is a
+    multiple of it (Triton proves each row's start aligned from the index
+    itself) or nothing is known."""
+    if row is None or not itemsizes or min(itemsizes) < 1:
+        return 0
+    vector = max(1, VECTOR_BYTES // min(itemsizes))
+    return 0 if vector == 1 or row % vector == 0 else vector
+
+
+def vector_of(kernel: Any) -> int:
+    """The vector (in elements) the pass chose for ``kernel``'s loop; 0 where
+    it chose none (or the pass is off)."""
+    if not config.one_pass_reductions:
+        return 0
+    return int(getattr(getattr(kernel, "fixed_config", None), "aligned_vector", 0))
+
+
+def _row_tree(kernel: Any) -> Any | None:
+    """The kernel's one reduction loop (``r0_``), where its only other range
+    is one ``x`` of one row per block; else ``None``."""
+    trees = list(getattr(kernel, "range_trees", ()))
+    loops = [t for t in trees if t.is_loop]
+    others = [t for t in trees if not t.is_reduction]
+    if (
+        len(loops) != 1
+        or len(trees) != 2
+        or len(others) != 1
+        or others[0].prefix != "x"
+        or loops[0].prefix != "r0_"
+        or kernel.cooperative_reduction
+        or kernel.persistent_reduction
+    ):
+        return None
+    return loops[0]
+
+
+def _split(kernel: Any, index: sympy.Expr) -> tuple[sympy.Expr, dict] | None:
+    """``index`` as ``base + r`` where ``r`` is the position in the row
+    (the loop's index itself) and ``base`` depends on the x range only:
+    ``(base, {x variable: its expression at xoffset})``; else ``None``."""
+    tree = _row_tree(kernel)
+    if tree is None:
+        return None
+    root = sympy_index_symbol(tree.name)
+    x_root = sympy_index_symbol("xindex")
+    r_symbols, x_subs = [], {}
+    for symbol in index.free_symbols:
+        entry = kernel.range_tree_nodes.get(symbol)
+        if entry is None:
+            if symbol.name.startswith(("tmp", "r")):
+                return None
+            continue  # a size: the same for every row
+        if entry.prefix == "r0_":
+            r_symbols.append(symbol)
+        elif entry.prefix == "x":
+            x_subs[symbol] = entry.expr.subs(x_root, sympy.Symbol("xoffset"))
+        else:
+            return None
+    if len(r_symbols) != 1:
+        return None
+    (r,) = r_symbols
+    if kernel.range_tree_nodes[r].expr != root:
+        return None
+    base = sympy.expand(index - r)
+    if r in base.free_symbols:
+        return None
+    return base, x_subs
+
+
+def index_str(kernel: Any, index: sympy.Expr) -> str | None:
+    """``TritonKernel.indexing``'s hook: the index of a load or store of the
+    row in an aligned loop (``r0_row``, or ``r0_row`` plus a multiple of the
+    vector), ``None`` for upstream's."""
+    vector = vector_of(kernel)
+    if not vector:
+        return None
+    split = _split(kernel, index)
+    if split is None:
+        return None
+    base, x_subs = split
+    row = _ROWS.get(kernel)
+    if row is None:
+        row = _ROWS[kernel] = _AlignedRow(vector, base, x_subs)
+        return "r0_row"
+    difference = sympy.expand(base - row.base)
+    if difference == 0:
+        return "r0_row"
+    if V.graph.sizevars.statically_known_multiple_of(difference, row.vector):
+        return f"r0_row + ({kernel.index_to_str(difference)})"
+    return None
+
+
+def applies(kernel: Any, loop_trees: list[Any]) -> bool:
+    """``TritonKernel.codegen_body``'s hook: whether this loop is written
+    by :func:`write_loop` (some load or store of it indexes the row as
+    ``r0_row``)."""
+    return (
+        kernel in _ROWS
+        and vector_of(kernel) > 0
+        and len(loop_trees) == 1
+        and loop_trees[0] is _row_tree(kernel)
+        and not kernel.pointer_advancements.get(loop_trees[0].symt)
+    )
+
+
+def write_loop(kernel: Any, loop_trees: list[Any]) -> None:
+    """Write the kernel's reduction loop over aligned steps (module
+    docstring): the body once under a constant mask for steps inside the
+    row, once under the row's bounds for its head and tail."""
+    (tree,) = loop_trees
+    row = _ROWS[kernel]
+    body = kernel.body
+    prefix = tree.prefix
+    block = f"{prefix.upper()}BLOCK"
+    start = kernel.index_to_str(row.base.subs(row.x_subs))
+    mask = tree.mask_name()
+    body.writeline(f"{prefix}lead = ({start}) % {row.vector}")
+    body.writeline(
+        f"for {prefix}step in tl.range(0, {prefix}numel + {prefix}lead, {block}):"
+    )
+    with body.indent():
+        body.writeline(f"{prefix}offset = {prefix}step - {prefix}lead")
+        body.writeline(f"{tree.name} = {prefix}offset + {prefix}base")
+        body.writeline(
+            f"{prefix}row = tl.multiple_of({start} - {prefix}lead + {prefix}step, "
+            f"{row.vector}) + {prefix}base"
+        )
+        kernel.codegen_reduction_indices(body)
+        body.writeline(
+            f"if ({prefix}step >= {prefix}lead) & "
+            f"({prefix}step + {block} <= {prefix}numel + {prefix}lead):"
+        )
+        with body.indent():
+            body.writeline(kernel.create_constant_mask(tree))
+            _write_body(kernel)
+        body.writeline("else:")
+        with body.indent():
+            body.writeline(
+                f"{mask} = ({tree.name} >= 0) & ({tree.name} < {prefix}numel)"
+            )
+            _write_body(kernel)
+    # as upstream does after its loop: values computed inside it are not
+    # available after it
+    kernel.cse.invalidate(kernel.outside_loop_vars)
+    tree.cache_clear()
+
+
+def _write_body(kernel: Any) -> None:
+    kernel.body.splice(kernel.indexing_code)
+    kernel.body.splice(kernel.loads)
+    kernel.body.splice(kernel.compute)
+    kernel.body.splice(kernel.stores)
