@@ -3,14 +3,18 @@
 A softmax, log-softmax, cross-entropy, layer norm or RMS norm has to read its
 input once and write its output once; a copy of the input moves the same
 bytes and is the ceiling.  This sweeps row lengths (powers of two from 512
-to 262144 and the vocabulary widths 50257 and 128256), row counts, dtypes,
+to 262144 and the vocabulary widths 50257 (GPT-2), 128256 (Llama 3), 151936
+(Qwen 2) and 256000 (Gemma)), row counts, dtypes,
 forward and forward+backward, and times each arm:
 
 * ``eager``; ``default`` (Inductor as shipped); ``two_pass``
   (``online_softmax=False``); ``max_autotune`` (``max-autotune-no-cudagraphs``);
   ``fx_fusion`` (the FX fusion arm); ``one_pass``
   (``config.one_pass_reductions``, torch/_inductor/one_pass_reductions.py);
-  ``one_pass_two_pass`` (the pass over upstream's two-pass form).
+  ``one_pass_two_pass`` (the pass over upstream's two-pass form);
+  ``one_pass_unaligned`` (the pass without its aligned steps);
+  ``default_vector_accumulators`` (2.15.0's default without its
+  ``triton.scalar_accumulators``).
 
 Per case and arm: the median time (``triton.testing.do_bench`` on a GPU,
 or ``do_bench_cudagraph`` with ``--cuda-graph``, which forward+backward steps
@@ -55,6 +59,8 @@ ROW_LENGTHS = (
     65536,
     128256,
     131072,
+    151936,
+    256000,
     262144,
 )
 ARMS = (
@@ -65,6 +71,8 @@ ARMS = (
     "fx_fusion",
     "one_pass",
     "one_pass_two_pass",
+    "one_pass_unaligned",
+    "default_vector_accumulators",
 )
 OPS = ("softmax", "log_softmax", "cross_entropy", "layer_norm", "rms_norm")
 
@@ -77,6 +85,13 @@ ARM_CONFIG: dict[str, dict[str, Any]] = {
     "one_pass": {"one_pass_reductions": True},
     # the pass over upstream's two-pass form (no online softmax rewrite)
     "one_pass_two_pass": {"one_pass_reductions": True, "online_softmax": False},
+    # the pass without its aligned steps (one_pass_reduction_aligned_loops)
+    "one_pass_unaligned": {
+        "one_pass_reductions": True,
+        "one_pass_reductions_aligned_loads": False,
+    },
+    # 2.15.0's default without its scalar accumulators (2.15.0 only)
+    "default_vector_accumulators": {"triton.scalar_accumulators": False},
 }
 ARM_COMPILE: dict[str, dict[str, Any]] = {
     "max_autotune": {"mode": "max-autotune-no-cudagraphs"},
@@ -395,7 +410,12 @@ def main(argv: list[str] | None = None) -> int:
         default=[False],
         help="forward, backward (forward+backward) or both, comma-separated",
     )
-    p.add_argument("--arms", type=lambda s: s.split(","), default=list(ARMS))
+    p.add_argument(
+        "--arms",
+        type=lambda s: s.split(","),
+        # default_vector_accumulators only where asked: 2.14.1 has no option
+        default=[a for a in ARMS if a != "default_vector_accumulators"],
+    )
     p.add_argument(
         "--cuda-graph",
         action="store_true",

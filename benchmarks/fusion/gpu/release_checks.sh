@@ -21,6 +21,8 @@
 #              the launch-bound combo pass on the default model set, arms
 #              interleaved round by round, CUDA-graph step times and profiler
 #              kernel time (ablation.py); COMBO=0 leaves the model set out
+#   focus      named tests, a probe and a small reductions sweep, one after
+#              another (a change under way; the variables below, at the stage)
 set -u
 release=$1
 stage=$2
@@ -145,8 +147,37 @@ benchmarks)
     tail -n 22 "$OUT/combo_models.log" 2>/dev/null | cut -c1-200
     bundle
     ;;
+focus)
+    # One piece of work at a time, for a change under way: the tests named by
+    # TESTS (pytest -k FOCUS_K) for at most TESTS_S seconds, then the command
+    # PROBE (if set), then a reductions sweep (OPS, ARMS, DTYPES, ROWS,
+    # TOTAL, PASSES) in one process until the deadline.
+    start=$(date +%s)
+    if [ -n "${TESTS:-}" ]; then
+        timeout "${TESTS_S:-240}" python3 tools/fork.py run -- python3 -m pytest -v \
+            -p no:cacheprovider $TESTS -k "${FOCUS_K:-Cuda or cuda or GPU}" \
+            >"$OUT/tests.log" 2>&1
+        grep -E "FAILED|ERROR|Error" "$OUT/tests.log" | head -n 20
+        tail -n 1 "$OUT/tests.log"
+    fi
+    if [ -n "${PROBE:-}" ]; then
+        timeout 120 python3 tools/fork.py run -- $PROBE >"$OUT/probe.log" 2>&1
+        tail -n 12 "$OUT/probe.log"
+    fi
+    left=$((deadline - $(date +%s) + start))
+    if [ -n "${ARMS:-}" ] && [ "$left" -gt 60 ]; then
+        timeout "$left" python3 tools/fork.py run -- python3 benchmarks/fusion/reductions.py \
+            --device cuda --cuda-graph --arms "$ARMS" --ops "${OPS:-softmax}" \
+            --dtypes "${DTYPES:-bfloat16}" --rows "${ROWS:-50257}" \
+            --total "${TOTAL:-134217728}" --pass "${PASSES:-forward}" \
+            --deadline-s $((left - 30)) --json "$OUT/reductions.json" \
+            >"$OUT/reductions.log" 2>&1
+        grep " us" "$OUT/reductions.log" | cut -c1-160 | head -n 60
+    fi
+    bundle
+    ;;
 *)
-    echo "error: unknown stage $stage (tests, benchmarks)" >&2
+    echo "error: unknown stage $stage (tests, benchmarks, focus)" >&2
     exit 2
     ;;
 esac
