@@ -18,7 +18,10 @@ import unittest
 import torch
 import torch.nn.functional as F
 from torch._inductor import config, fusion_report
-from torch._inductor.one_pass_reduction_aligned_loops import vector_for_row
+from torch._inductor.one_pass_reduction_aligned_loops import (
+    vector_for_row,
+    warps_for_vector,
+)
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
 from torch.testing._internal.common_cuda import TEST_CUDA
@@ -31,6 +34,12 @@ class TestVector(TestCase):
         self.assertEqual(vector_for_row(50257, [4]), 4)
         self.assertEqual(vector_for_row(50258, [2]), 8)
         self.assertEqual(vector_for_row(50258, [4]), 4)
+
+    def test_warps_give_each_thread_a_whole_vector(self):
+        self.assertEqual(warps_for_vector(4096, 32, 8), 16)
+        self.assertEqual(warps_for_vector(8192, 32, 8), 32)
+        self.assertEqual(warps_for_vector(2048, 16, 8), 8)
+        self.assertEqual(warps_for_vector(4096, 16, 4), 16)
 
     def test_none_where_triton_sees_the_alignment_or_nothing_is_known(self):
         self.assertEqual(vector_for_row(65536, [2]), 0)
@@ -165,7 +174,8 @@ class TestAlignedLoadsCuda(TestCase):
                 aligned = grads()
                 upstream = grads(one_pass_reductions=False)
                 xf = x.float().detach().requires_grad_()
-                (eager,) = torch.autograd.grad(step(xf), xf)
+                eager_fn = ops(target, weight.float())[name]
+                (eager,) = torch.autograd.grad(step(xf, eager_fn), xf)
                 torch.testing.assert_close(aligned, upstream, atol=2e-3, rtol=5e-2)
                 torch.testing.assert_close(aligned, eager.float(), atol=2e-3, rtol=5e-2)
 

@@ -73,6 +73,15 @@ def vector_for_row(row: int | None, itemsizes: list[int]) -> int:
     return 0 if vector == 1 or row % vector == 0 else vector
 
 
+def warps_for_vector(block: int, warps: int, vector: int) -> int:
+    """At most ``warps`` warps, few enough that each thread of a step of
+    ``block`` elements holds a whole vector: Triton gives each thread
+    ``block / (32 * warps)`` consecutive elements, and loads no wider than
+    that (a step of 4096 bfloat16 over 32 warps is 4 elements a thread, 8
+    bytes: half-width loads, measured in the PTX on the H100)."""
+    return max(1, min(warps, block // (32 * vector)))
+
+
 def vector_of(kernel: Any) -> int:
     """The vector (in elements) the pass chose for ``kernel``'s loop; 0 where
     it chose none (or the pass is off)."""

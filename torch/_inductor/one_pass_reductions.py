@@ -631,12 +631,17 @@ def _kernel_kwargs(
         ),
     )
     if decision.loop_block is not None and config.one_pass_reductions_aligned_loads:
-        decision = dataclasses.replace(
-            decision,
-            aligned_vector=one_pass_reduction_aligned_loops.vector_for_row(
-                row, _row_long_itemsizes(nodes, numel, row)
-            ),
+        vector = one_pass_reduction_aligned_loops.vector_for_row(
+            row, _row_long_itemsizes(nodes, numel, row)
         )
+        if vector:
+            decision = dataclasses.replace(
+                decision,
+                aligned_vector=vector,
+                loop_warps=one_pass_reduction_aligned_loops.warps_for_vector(
+                    decision.loop_block, decision.loop_warps, vector
+                ),
+            )
     one_pass_reduction_remarks.record(decision, nodes)
     config_class = _config_class()
 
