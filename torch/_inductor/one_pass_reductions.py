@@ -630,7 +630,13 @@ def _kernel_kwargs(
             decision, bool(config.one_pass_reductions_lean_combine)
         ),
     )
-    if decision.loop_block is not None and config.one_pass_reductions_aligned_loads:
+    # Aligned steps for online softmaxes only: a layer norm was slower with
+    # them (results/one_pass/reductions_h100_aligned_steps.md)
+    if (
+        decision.loop_block is not None
+        and decision.online
+        and config.one_pass_reductions_aligned_loads
+    ):
         vector = one_pass_reduction_aligned_loops.vector_for_row(
             row, _row_long_itemsizes(nodes, numel, row)
         )
@@ -737,9 +743,7 @@ def _element_bytes(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> int:
     return min(sizes, default=2)
 
 
-def _row_long_itemsizes(
-    nodes: list[BaseSchedulerNode], numel: Any, row: int
-) -> list[int]:
+def _row_long_itemsizes(nodes: list[Any], numel: Any, row: int) -> list[int]:
     """The element sizes of every row-long buffer the kernel reads or writes."""
     from .dependencies import MemoryDep
     from .virtualized import V

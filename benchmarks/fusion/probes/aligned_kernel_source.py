@@ -1,4 +1,6 @@
-"""The generated code of the one-pass pass's looped kernels, aligned steps on
+"""Are the aligned steps' loads vectors in the PTX, and what do the loops read like?
+
+The generated code of the one-pass pass's looped kernels, aligned steps on
 and off, for reading: a bfloat16 softmax, cross-entropy and layer norm at
 rows of 50257 (264 rows: two per multiprocessor of an H100), each written to
 ``$OUT/aligned_<op>_<on|off>.py``, with the count of its vector loads in the
