@@ -248,20 +248,35 @@ class TestCuda(TestCase):
             # the use_fast_math argument the online-softmax helpers get
             return set(re.findall(r"online_softmax_\w+\([^)]*?(True|False)", code))
 
-        # A softmax (its row read twice): the wide loop at 4096, 32 warps.
-        out, code, remarks = self.compile(softmax, x, one_pass_reductions=True)
-        self.assertEqual(out, softmax(x), atol=2e-3, rtol=2e-2)
-        (remark,) = remarks
-        self.assertEqual(remark["reason"], "one_pass_row_too_long")
-        self.assertEqual(
-            (remark["args"]["loop_block"], remark["args"]["loop_warps"]), (4096, 32)
-        )
+        # A softmax (its row read twice): the wide loop at 4096, 32 warps
+        # (16 with its aligned steps, a whole vector a thread:
+        # test_one_pass_reductions_aligned.py).
+        for aligned, warps in ((False, 32), (True, 16)):
+            out, code, remarks = self.compile(
+                softmax,
+                x,
+                one_pass_reductions=True,
+                one_pass_reductions_aligned_loads=aligned,
+            )
+            self.assertEqual(out, softmax(x), atol=2e-3, rtol=2e-2)
+            (remark,) = remarks
+            self.assertEqual(remark["reason"], "one_pass_row_too_long")
+            self.assertEqual(
+                (remark["args"]["loop_block"], remark["args"]["loop_warps"]),
+                (4096, warps),
+            )
+            self.assertIn(f"'R0_BLOCK': 4096, 'num_warps': {warps}", code)
         self.assertEqual(remark["args"]["exp"], "approximate")
-        self.assertIn("'R0_BLOCK': 4096, 'num_warps': 32", code)
         self.assertIn("tl_math.exp(", code)
         self.assertNotIn("libdevice.exp(", code)
-        # Cross-entropy's logsumexp (read once): upstream's loop, fixed.
-        out, code, remarks = self.compile(cross_entropy, x, one_pass_reductions=True)
+        # Cross-entropy's logsumexp (read once): upstream's loop, fixed (the
+        # warps of upstream's loop: without aligned steps).
+        out, code, remarks = self.compile(
+            cross_entropy,
+            x,
+            one_pass_reductions=True,
+            one_pass_reductions_aligned_loads=False,
+        )
         self.assertEqual(out, cross_entropy(x), atol=2e-2, rtol=2e-2)
         looped = [r for r in remarks if r["args"].get("upstream_loop")]
         self.assertEqual(len(looped), 1)
