@@ -63,6 +63,7 @@ class TestParser(TestCase):
                 "TORCHINDUCTOR_LAUNCH_BOUND_COMBO_KERNELS",
                 "TORCHINDUCTOR_NO_FUSION",
                 "TORCHINDUCTOR_ONE_PASS_REDUCTIONS",
+                "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_ALIGNED_LOADS",
                 "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_FAST_EXP",
                 "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_LEAN_COMBINE",
             ],
@@ -160,9 +161,10 @@ class TestConfigImport(TestCase):
             " c.launch_bound_combo_max_bytes)"
         )
         options = sorted(set(CONFIG_OF.values()))
-        # unset (""): each option's default; only the fast exp and the lean
-        # combine are on by default
+        # unset (""): each option's default; only the aligned steps, the
+        # fast exp and the lean combine are on by default
         on_by_default = {
+            "one_pass_reductions_aligned_loads",
             "one_pass_reductions_fast_exp",
             "one_pass_reductions_lean_combine",
         }

@@ -70,6 +70,9 @@ BOOL_SWITCHES: dict[str, str] = {
     "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_LEAN_COMBINE": (
         "torch._inductor.config.one_pass_reductions_lean_combine"
     ),
+    "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_ALIGNED_LOADS": (
+        "torch._inductor.config.one_pass_reductions_aligned_loads"
+    ),
     FORK_DISABLE: "the fusion fork itself (1: stock torch)",
 }
 
@@ -99,6 +102,7 @@ FORK_MODULES: tuple[str, ...] = (
     "torch._inductor.fusion_switches",
     "torch._inductor.launch_bound_combo",
     "torch._inductor.one_pass_reductions",
+    "torch._inductor.one_pass_reduction_aligned_loops",
     "torch._inductor.one_pass_reduction_remarks",
     "torch._inductor.release_compat",
     "torch._inductor.release_range",
