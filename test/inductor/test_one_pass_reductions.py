@@ -248,6 +248,14 @@ class TestCuda(TestCase):
             # the use_fast_math argument the online-softmax helpers get
             return set(re.findall(r"online_softmax_\w+\([^)]*?(True|False)", code))
 
+        # Without aligned steps, 2.15.0's scalar accumulators keep upstream's
+        # loop (test_one_pass_reductions_aligned.py): the pass's loops here
+        # are those of a release without them.
+        stack = contextlib.ExitStack()
+        self.addCleanup(stack.close)
+        if hasattr(config.triton, "scalar_accumulators"):
+            stack.enter_context(config.patch({"triton.scalar_accumulators": False}))
+
         # A softmax (its row read twice): the wide loop at 4096, 32 warps
         # (16 with its aligned steps, a whole vector a thread:
         # test_one_pass_reductions_aligned.py).

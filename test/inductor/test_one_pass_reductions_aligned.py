@@ -12,16 +12,21 @@ strides, offsets into a larger buffer, every dtype, forward and backward.
 Speed is measured by benchmarks/fusion/reductions.py, not here.
 """
 
+import dataclasses
 import itertools
+import re
 import unittest
 
 import torch
 import torch.nn.functional as F
 from torch._inductor import config, fusion_report
 from torch._inductor.one_pass_reduction_aligned_loops import (
+    online_loop,
     vector_for_row,
     warps_for_vector,
 )
+from torch._inductor.one_pass_reductions import Decision
+from torch._inductor.fusion_remarks.taxonomy import Reason
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
 from torch.testing._internal.common_cuda import TEST_CUDA
@@ -47,6 +52,57 @@ class TestVector(TestCase):
         self.assertEqual(vector_for_row(50257, [16]), 0)  # one element a vector
         self.assertEqual(vector_for_row(None, [2]), 0)
         self.assertEqual(vector_for_row(50257, []), 0)
+
+
+class TestOnlineLoop(TestCase):
+    """Which loop a looped online softmax gets (pure: the rule itself)."""
+
+    def looped(self, row: int, online: bool = True) -> Decision:
+        return Decision(
+            Reason.ONE_PASS_ROW_TOO_LONG,
+            2,
+            row,
+            264,
+            loop_block=4096,
+            loop_warps=32,
+            online=online,
+            fast_exp=True,
+        )
+
+    def test_rows_off_a_boundary_get_aligned_steps(self):
+        for scalar in (False, True):
+            got = online_loop(
+                self.looped(50257), [2], aligned=True, scalar_accumulators=scalar
+            )
+            self.assertEqual((got.aligned_vector, got.loop_warps), (8, 16))
+            self.assertEqual(got.loop_block, 4096)
+            self.assertFalse(got.upstream_scalar_loop)
+
+    def test_rows_on_a_boundary_keep_upstreams_loop_with_scalar_accumulators(self):
+        for row, aligned in ((131072, True), (50257, False)):
+            got = online_loop(
+                self.looped(row), [2], aligned=aligned, scalar_accumulators=True
+            )
+            self.assertTrue(got.upstream_scalar_loop)
+            self.assertIsNone(got.loop_block)
+            self.assertFalse(got.fast_exp)
+            self.assertFalse(got.fused)
+            # counterfactual: a release without scalar accumulators
+            got = online_loop(
+                self.looped(row), [2], aligned=aligned, scalar_accumulators=False
+            )
+            self.assertEqual(got, self.looped(row))
+
+    def test_other_decisions_are_left_as_they_are(self):
+        norm = self.looped(131072, online=False)
+        self.assertIs(
+            online_loop(norm, [2], aligned=True, scalar_accumulators=True), norm
+        )
+        upstream = dataclasses.replace(self.looped(131072), loop_block=None)
+        self.assertIs(
+            online_loop(upstream, [2], aligned=True, scalar_accumulators=True),
+            upstream,
+        )
 
 
 def ops(target: torch.Tensor, weight: torch.Tensor) -> dict:
@@ -109,6 +165,48 @@ class TestAlignedLoadsCuda(TestCase):
                 self.assertNotIn("r0_lead", code)
                 self.assertNotIn("r0_row", code)
                 self.assertTrue(all("aligned_vector" not in r["args"] for r in remarks))
+
+    @unittest.skipUnless(
+        hasattr(config.triton, "scalar_accumulators"),
+        "torch before 2.15.0 has no scalar accumulators",
+    )
+    def test_rows_on_a_boundary_keep_upstreams_scalar_loop(self):
+        # 2.15.0's scalar accumulators: a looped online softmax whose rows
+        # start on a 16-byte boundary keeps upstream's loop, unfixed.
+        x = torch.randn(self.ROWS, 131072, device="cuda", dtype=torch.bfloat16) * 4
+        target = torch.randint(0, 131072, (self.ROWS,), device="cuda")
+        cases = {
+            "softmax": lambda t: torch.softmax(t, -1),
+            "cross_entropy": lambda t: F.cross_entropy(t, target),
+        }
+        for name, fn in cases.items():
+            with self.subTest(op=name):
+                out, code, remarks = self.compile(
+                    fn, x, **{"triton.scalar_accumulators": True}
+                )
+                self.assertEqual(out, fn(x), atol=2e-2, rtol=2e-2)
+                kept = [r for r in remarks if r["args"].get("upstream_scalar_loop")]
+                self.assertEqual(len(kept), 1)
+                self.assertIn("upstream's own loop", kept[0]["detail"])
+                self.assertNotIn("exp", kept[0]["args"])
+                self.assertNotIn("triton_heuristics.fixed_config", code)
+                _, ref_code, _ = self.compile(
+                    fn,
+                    x,
+                    one_pass_reductions=False,
+                    **{"triton.scalar_accumulators": True},
+                )
+                # the same code as upstream's but for comments (kernel paths)
+                self.assertEqual(re.sub(r"#.*", "", code), re.sub(r"#.*", "", ref_code))
+                # Counterfactual: scalar accumulators off, the pass's loop.
+                out, code, remarks = self.compile(
+                    fn, x, **{"triton.scalar_accumulators": False}
+                )
+                self.assertEqual(out, fn(x), atol=2e-2, rtol=2e-2)
+                self.assertTrue(
+                    all("upstream_scalar_loop" not in r["args"] for r in remarks)
+                )
+                self.assertIn("triton_heuristics.fixed_config", code)
 
     def rows(self, width: int, layout: str, dtype: torch.dtype) -> torch.Tensor:
         """Rows of ``width`` in ``layout``: contiguous; one row in, rows 3

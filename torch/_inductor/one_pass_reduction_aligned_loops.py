@@ -82,6 +82,55 @@ def warps_for_vector(block: int, warps: int, vector: int) -> int:
     return max(1, min(warps, block // (32 * vector)))
 
 
+def online_loop(
+    decision: Any,
+    itemsizes: list[int],
+    *,
+    aligned: bool,
+    scalar_accumulators: bool,
+) -> Any:
+    """``decision`` (a looped online softmax the pass configured: a softmax,
+    a log-softmax, cross-entropy's logsumexp) with its loop: aligned steps
+    where its rows start off a 16-byte boundary and ``aligned``
+    (``config.one_pass_reductions_aligned_loads``); upstream's own loop
+    (``upstream_scalar_loop``, nothing fixed) where they start on one and
+    the release folds each step to per-row scalars (``scalar_accumulators``:
+    2.15.0's ``triton.scalar_accumulators``); else the pass's loop as
+    decided.  Any other decision is returned as it is.
+
+    Why upstream's loop: with 2.15.0's scalar accumulators, upstream's
+    autotuned loop was faster than every fixed loop of the pass at rows that
+    are a multiple of the vector (H100, bfloat16 forward, CUDA-graph
+    replays: softmax at 1046 x 128256 267 us against the pass's 285,
+    log-softmax 262 against 282, cross-entropy's forward 114 against 189,
+    and alike at 151936, 256000 and 262144), while at 50257, where the pass
+    aligns its steps, the pass was ahead (softmax 300 against 431,
+    cross-entropy 125 against 203): benchmarks/results/one_pass/
+    sweep_2.15.0_h100.md.  A norm keeps the pass's loop, unaligned: a layer
+    norm was slower with aligned steps (reductions_h100_aligned_steps.md)."""
+    if decision.loop_block is None or not decision.online:
+        return decision
+    vector = vector_for_row(decision.row, itemsizes) if aligned else 0
+    if vector:
+        return dataclasses.replace(
+            decision,
+            aligned_vector=vector,
+            loop_warps=warps_for_vector(
+                decision.loop_block, decision.loop_warps, vector
+            ),
+        )
+    if scalar_accumulators:
+        return dataclasses.replace(
+            decision,
+            loop_block=None,
+            upstream_loop=False,
+            fast_exp=False,
+            lean_combine=False,
+            upstream_scalar_loop=True,
+        )
+    return decision
+
+
 def vector_of(kernel: Any) -> int:
     """The vector (in elements) the pass chose for ``kernel``'s loop; 0 where
     it chose none (or the pass is off)."""

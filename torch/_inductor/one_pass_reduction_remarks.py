@@ -67,6 +67,13 @@ def record(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
                 f", in upstream's loop of {decision.loop_block} elements a "
                 f"step, {decision.loop_warps} warps"
             )
+        elif decision.upstream_scalar_loop:
+            args["upstream_scalar_loop"] = True
+            detail += (
+                ", in upstream's own loop: it folds each step to per-row "
+                "scalars (triton.scalar_accumulators) and is faster than the "
+                "pass's loops where rows start on a 16-byte boundary"
+            )
         elif decision.loop_block is not None:
             args["loop_block"] = decision.loop_block
             args["loop_warps"] = decision.loop_warps

@@ -400,6 +400,7 @@ class Decision:
     upstream_loop: bool = False
     lean_combine: bool = False
     aligned_vector: int = 0
+    upstream_scalar_loop: bool = False
 
     @property
     def fused(self) -> bool:
@@ -630,24 +631,15 @@ def _kernel_kwargs(
             decision, bool(config.one_pass_reductions_lean_combine)
         ),
     )
-    # Aligned steps for online softmaxes only: a layer norm was slower with
-    # them (results/one_pass/reductions_h100_aligned_steps.md)
-    if (
-        decision.loop_block is not None
-        and decision.online
-        and config.one_pass_reductions_aligned_loads
-    ):
-        vector = one_pass_reduction_aligned_loops.vector_for_row(
-            row, _row_long_itemsizes(nodes, numel, row)
+    # An online softmax's loop: aligned steps, or upstream's own where the
+    # release's scalar accumulators beat the pass's loops
+    if row is not None:
+        decision = one_pass_reduction_aligned_loops.online_loop(
+            decision,
+            _row_long_itemsizes(nodes, numel, row),
+            aligned=bool(config.one_pass_reductions_aligned_loads),
+            scalar_accumulators=release_compat.scalar_accumulators_on(),
         )
-        if vector:
-            decision = dataclasses.replace(
-                decision,
-                aligned_vector=vector,
-                loop_warps=one_pass_reduction_aligned_loops.warps_for_vector(
-                    decision.loop_block, decision.loop_warps, vector
-                ),
-            )
     one_pass_reduction_remarks.record(decision, nodes)
     config_class = _config_class()
 

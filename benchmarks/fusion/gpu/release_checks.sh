@@ -94,7 +94,7 @@ tests)
         test/inductor/test_fusion_reason_rules.py test/inductor/test_fusion_study.py \
         packages/fx_fusion/test/test_fx_fusion.py packages/fx_fusion/test/test_fx_fusion_codegen.py \
         test/inductor/test_launch_bound_combo.py test/inductor/test_one_pass_reductions.py \
-        test/inductor/test_one_pass_reductions_correctness.py \
+        test/inductor/test_one_pass_reductions_correctness.py test/inductor/test_one_pass_reductions_aligned.py \
         -k "GPU or Cuda or cuda or OpInfo or Properties" >"$OUT/tests.log" 2>&1 &
     timeout "$deadline" python3 tools/fork.py run -- python3 benchmarks/fusion/coverage.py \
         --device cuda --modes default --shapes "${SHAPES:-full}" --models "$models" \
@@ -130,7 +130,7 @@ benchmarks)
         timeout "$deadline" python3 tools/fork.py run -- python3 benchmarks/fusion/reductions.py \
             --device cuda --cuda-graph --arms "${ARMS:-eager,default,one_pass}" --ops "$op" \
             --dtypes "${DTYPES:-bfloat16,float16}" --rows "${ROWS:-4096,32768,50257,128256}" \
-            --total "${TOTAL:-134217728}" --pass forward --deadline-s $((deadline - 60)) \
+            --total "${TOTAL:-134217728}" --pass "${PASSES:-forward}" --deadline-s $((deadline - 60)) \
             --gpu-lock "$lock" --json "$OUT/reductions/$op.json" >"$OUT/reductions/$op.log" 2>&1 &
     done
     if [ "${COMBO:-1}" != 0 ]; then
