@@ -85,10 +85,12 @@ MODELS: dict[str, tuple[str, str | None]] = {
 }
 
 
-def build(name: str) -> tuple[Any, int, bool]:
+def build(name: str, vocab: int | None = None) -> tuple[Any, int, bool]:
     """The model of ``name``, its vocabulary and whether its step trains.
     The architecture is the default set's (``models.MODELS``, full shapes):
-    its config is taken from the built model, so the two never differ."""
+    its config is taken from the built model, so the two never differ;
+    ``vocab`` replaces its vocabulary (Llama 3's 128256 on the default
+    set's Llama)."""
     import transformers
     from models import MODELS as DEFAULT_SET
 
@@ -97,6 +99,8 @@ def build(name: str) -> tuple[Any, int, bool]:
     config = wrapped.model.config
     if head is None:
         return wrapped.model, config.vocab_size, False
+    if vocab is not None:
+        config.vocab_size = vocab
     if name == "t5_lm":
         # Generation with labels shifts them right from this token.
         config.decoder_start_token_id = config.pad_token_id = 0
@@ -105,13 +109,19 @@ def build(name: str) -> tuple[Any, int, bool]:
 
 def step_of(model: Any, tokens: Any, train: bool) -> Callable[[], Any]:
     """One step: forward with the loss and backward (``train``), or the
-    forward's last hidden state.  Gradients accumulate in place, which a
-    CUDA graph replays."""
+    forward's last hidden state.  A training step first sets the gradients
+    to None, so that a CUDA graph captures no accumulation into a gradient
+    made on another stream: torch 2.15.0 refused the capture of GPT-2's step
+    (its tied embedding and LM head, one gradient from two nodes) with "a
+    stale reference to the default stream (stream 0) from warmup"."""
     import torch
 
     if train:
+        params = [p for p in model.parameters() if p.requires_grad]
 
         def step() -> Any:
+            for p in params:
+                p.grad = None
             loss = model(tokens, labels=tokens).loss
             loss.backward()
             return loss.detach()
@@ -143,13 +153,14 @@ def run_model(
     batch: int,
     seq: int,
     kernels: bool = False,
+    vocab: int | None = None,
 ) -> dict[str, Any]:
     import torch
     from harness import median_call_s
     from torch._inductor import fusion_report
 
     torch.manual_seed(0)
-    module, vocab, train = build(name)
+    module, vocab, train = build(name, vocab)
     module = module.to(device=device, dtype=getattr(torch, dtype))
     module.train(train)
     if train:
@@ -165,6 +176,7 @@ def run_model(
         "train": train,
         "batch": batch,
         "seq": seq,
+        "vocab": vocab,
         "arms": {},
     }
     outputs = {}
@@ -226,16 +238,17 @@ def markdown(results: list[dict[str, Any]]) -> str:
         "Median ms per step over rounds (CUDA graph replays, arms interleaved "
         "round by round), spread (max - min) / median in brackets.",
         "",
-        "| model | step | dtype | off ms | on ms | on speed-up | max diff | "
-        "remarks (on) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | step | dtype | batch x seq | vocabulary | off ms | on ms | "
+        "on speed-up | max diff | remarks (on) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         off, on = r["arms"]["off"], r["arms"]["on"]
         remarks = ", ".join(f"{k} {v}" for k, v in on["remarks"].items())
         lines.append(
             f"| {r['model']} | {'training' if r['train'] else 'inference'} | "
-            f"{r['dtype']} | {off['median_ms']:.3f} ({off['spread']:.0%}) | "
+            f"{r['dtype']} | {r['batch']} x {r['seq']} | {r.get('vocab', '')} | "
+            f"{off['median_ms']:.3f} ({off['spread']:.0%}) | "
             f"{on['median_ms']:.3f} ({on['spread']:.0%}) | {r['speedup']:.3f}x | "
             f"{r['max_abs_diff']:.2e} | {remarks or 'none'} |"
         )
@@ -274,6 +287,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=128)
+    p.add_argument(
+        "--vocab",
+        type=int,
+        help="the vocabulary of the language-model heads (default: each model's)",
+    )
     p.add_argument("--json")
     p.add_argument(
         "--kernels",
@@ -299,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
                         args.batch,
                         args.seq,
                         kernels=args.kernels,
+                        vocab=args.vocab,
                     )
                 )
             except Exception as e:  # a model's failure is a row, not the end
