@@ -249,6 +249,7 @@ def _run_arms(
         kernel_time_rounds,
         matches,
         model_step,
+        shared_device,
         spread_summary,
         step_timer,
     )
@@ -282,7 +283,11 @@ def _run_arms(
         kernels = torch._inductor.metrics.generated_kernel_count
         # AOTAutograd reads its config while compiling (the first call).
         _, functorch = split_switches(arm_switches(arm))
-        with compile_config(name), torch._functorch.config.patch(functorch):
+        with (
+            shared_device(gpu_lock),
+            compile_config(name),
+            torch._functorch.config.patch(functorch),
+        ):
             out, seconds = first_call(step, device)
         compile_s = seconds if arm != "eager" else 0.0
         kernels = torch._inductor.metrics.generated_kernel_count - kernels

@@ -161,14 +161,40 @@ def provenance(device: str) -> dict[str, str]:
 def exclusive_device(lock_path: str | None) -> Iterator[None]:
     """Hold an exclusive file lock (none when ``lock_path`` is empty): processes
     running side by side on one machine compile in parallel but time one at a
-    time, so no timing shares the GPU or the launching CPU with another."""
+    time, so no timing shares the GPU or the launching CPU with another.
+
+    A compile holds the same lock shared (:func:`shared_device`), because its
+    autotuning runs kernels on the GPU: a timing waits for the compiles under
+    way, and while it waits, the turnstile (``lock_path + ".turn"``) keeps new
+    ones from starting.  Without it, processes that compile one case after
+    another can hold the shared lock between them indefinitely.  The H100
+    sweep of 2026-11-27 timed alongside other processes' autotuning, and its
+    copies of the same bytes ranged from 178 to 443 us."""
+    with _device_lock(lock_path, shared=False):
+        yield
+
+
+@contextlib.contextmanager
+def shared_device(lock_path: str | None) -> Iterator[None]:
+    """A compile's hold on ``lock_path``: any number at once, none while a
+    timing holds it (:func:`exclusive_device`)."""
+    with _device_lock(lock_path, shared=True):
+        yield
+
+
+@contextlib.contextmanager
+def _device_lock(lock_path: str | None, shared: bool) -> Iterator[None]:
     if not lock_path:
         yield
         return
     import fcntl
 
-    with open(lock_path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+    with open(lock_path + ".turn", "a") as turn, open(lock_path, "a") as f:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        finally:
+            fcntl.flock(turn, fcntl.LOCK_UN)
         try:
             yield
         finally:

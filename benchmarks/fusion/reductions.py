@@ -200,7 +200,7 @@ def run_case(
     gpu_lock: str | None = None,
 ) -> dict[str, Any]:
     import torch
-    from harness import exclusive_device, median_call_s
+    from harness import exclusive_device, median_call_s, shared_device
     from torch._inductor import fusion_report
     from torch._inductor.utils import run_and_get_code
 
@@ -239,7 +239,7 @@ def run_case(
                 )
                 step = step_of(compiled, inputs, backward)
                 start = time.perf_counter()
-                with fusion_report.capture() as rep:
+                with shared_device(gpu_lock), fusion_report.capture() as rep:
                     out, codes = run_and_get_code(step)
                 entry["first_call_s"] = time.perf_counter() - start
                 if codes:

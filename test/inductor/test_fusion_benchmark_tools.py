@@ -14,6 +14,8 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
+import time
 import unittest
 from pathlib import Path
 
@@ -49,6 +51,7 @@ from harness import (  # noqa: E402
     kernel_profile,
     kernel_time_rounds,
     model_step,
+    shared_device,
     spread_summary,
 )
 
@@ -81,6 +84,52 @@ class TestGpuLock(TestCase):
             with exclusive_device(lock):
                 self.assertEqual(other_process(), "held")
             self.assertEqual(other_process(), "free")
+
+    def test_compiles_share_the_lock_and_a_waiting_timing_goes_first(self):
+        # Two compiles hold it at once; a timing waits for them; a compile
+        # asking while the timing waits starts only after the timing.
+        events: list[str] = []
+        with tempfile.TemporaryDirectory() as tmp:
+            lock = os.path.join(tmp, "gpu.lock")
+            first = threading.Event()
+            release = threading.Event()
+
+            def hold(name: str, ctx, started=None, until=None) -> None:
+                with ctx(lock):
+                    events.append(f"{name} in")
+                    if started is not None:
+                        started.set()
+                    if until is not None:
+                        until.wait(10)
+                    events.append(f"{name} out")
+
+            compile_a = threading.Thread(
+                target=hold, args=("compile a", shared_device, first, release)
+            )
+            compile_a.start()
+            self.assertTrue(first.wait(10))
+            with shared_device(lock):
+                events.append("compile b in and out")  # shared: no wait
+            timing = threading.Thread(target=hold, args=("timing", exclusive_device))
+            timing.start()
+            time.sleep(0.5)  # the timing now waits, holding the turnstile
+            late = threading.Thread(target=hold, args=("compile c", shared_device))
+            late.start()
+            time.sleep(0.5)
+            self.assertEqual(events, ["compile a in", "compile b in and out"])
+            release.set()
+            for t in (compile_a, timing, late):
+                t.join(10)
+        self.assertEqual(
+            events[2:],
+            [
+                "compile a out",
+                "timing in",
+                "timing out",
+                "compile c in",
+                "compile c out",
+            ],
+        )
 
     def test_ablation_jobs_need_the_lock(self):
         result = subprocess.run(
