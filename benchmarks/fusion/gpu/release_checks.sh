@@ -20,7 +20,9 @@
 #              2^27 elements a case), CUDA-graph replays (reductions.py); and
 #              the launch-bound combo pass on the default model set, arms
 #              interleaved round by round, CUDA-graph step times and profiler
-#              kernel time (ablation.py); COMBO=0 leaves the model set out
+#              kernel time (ablation.py); COMBO=0 leaves the model set out;
+#              STEPS=gpt2_lm,llama_lm then times those training steps with the
+#              pass on and off (reductions_models.py; SEQ, BATCH, VOCAB)
 #   focus      named tests, a probe and a small reductions sweep, one after
 #              another (a change under way; the variables below, at the stage)
 set -u
@@ -141,6 +143,14 @@ benchmarks)
             --json "$OUT/combo_models.json" >"$OUT/combo_models.log" 2>&1 &
     fi
     wait
+    # then, alone on the GPU, the model steps named by STEPS (reductions_models.py)
+    if [ -n "${STEPS:-}" ]; then
+        timeout "${STEPS_S:-240}" python3 tools/fork.py run -- python3 benchmarks/fusion/reductions_models.py \
+            --models "$STEPS" --dtypes bfloat16 --seq "${SEQ:-1024}" --batch "${BATCH:-4}" \
+            --rounds 5 --kernels ${VOCAB:+--vocab "$VOCAB"} --json "$OUT/models.json" \
+            >"$OUT/models.log" 2>&1
+        tail -n 3 "$OUT/models.log" | cut -c1-200
+    fi
     python3 tools/fork.py run -- python3 benchmarks/fusion/reductions.py \
         --merge "$OUT"/reductions/*.json --json "$OUT/reductions.json" >/dev/null 2>&1
     grep -h " us" "$OUT"/reductions/*.log | cut -c1-160 | head -n 45
