@@ -726,6 +726,11 @@ class TestRealTorch(unittest.TestCase):
             self.assertIn(f"Against `v{release}`", pr)
             self.assertIn(f"{len(list(stack.glob('*.patch')))} commits", pr)
             self.assertIn("When it is off:", pr)
+            # an optional pass left off by default says why (issue 39)
+            self.assertEqual(
+                "On by default? The pass stays off" in pr,
+                stack.name.endswith("-one_pass"),
+            )
             for patch in stack.glob("*.patch"):
                 self.assertIn("] [inductor] ", patch.read_text().split("\n", 4)[3])
 
