@@ -14,7 +14,11 @@ forward and forward+backward, and times each arm:
   ``one_pass_two_pass`` (the pass over upstream's two-pass form);
   ``one_pass_unaligned`` (the pass without its aligned steps);
   ``default_vector_accumulators`` (2.15.0's default without its
-  ``triton.scalar_accumulators``).
+  ``triton.scalar_accumulators``); ``cooperative`` (upstream's cooperative
+  reductions forced, ``triton.force_cooperative_reductions``: several
+  blocks a row, combined through a workspace, the form split rows would
+  take; with more rows than blocks resident at once it may wait for ever,
+  so only under a timeout and with few rows, ``--row-counts``).
 
 Per case and arm: the median time (``triton.testing.do_bench`` on a GPU,
 or ``do_bench_cudagraph`` with ``--cuda-graph``, which forward+backward steps
@@ -73,6 +77,7 @@ ARMS = (
     "one_pass_two_pass",
     "one_pass_unaligned",
     "default_vector_accumulators",
+    "cooperative",
 )
 OPS = ("softmax", "log_softmax", "cross_entropy", "layer_norm", "rms_norm")
 
@@ -92,6 +97,8 @@ ARM_CONFIG: dict[str, dict[str, Any]] = {
     },
     # 2.15.0's default without its scalar accumulators (2.15.0 only)
     "default_vector_accumulators": {"triton.scalar_accumulators": False},
+    # upstream's cooperative reductions, forced (split rows' form)
+    "cooperative": {"triton.force_cooperative_reductions": True},
 }
 ARM_COMPILE: dict[str, dict[str, Any]] = {
     "max_autotune": {"mode": "max-autotune-no-cudagraphs"},
@@ -413,8 +420,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--arms",
         type=lambda s: s.split(","),
-        # default_vector_accumulators only where asked: 2.14.1 has no option
-        default=[a for a in ARMS if a != "default_vector_accumulators"],
+        # default_vector_accumulators only where asked (2.14.1 has no option),
+        # cooperative too (it may hang where its blocks cannot all be resident)
+        default=[
+            a for a in ARMS if a not in ("default_vector_accumulators", "cooperative")
+        ],
     )
     p.add_argument(
         "--cuda-graph",
