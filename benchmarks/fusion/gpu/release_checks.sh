@@ -3,7 +3,7 @@
 # tools/gpu_env.py (its parts sent and staged first; see the README's GPU
 # section), each STAGE inside one 10-minute device command:
 #
-#   sh benchmarks/fusion/gpu/release_checks.sh RELEASE STAGE      # writes $OUT
+#   FORK_REVISION=<rev> sh benchmarks/fusion/gpu/release_checks.sh RELEASE STAGE  # writes $OUT
 #
 # STAGE:
 #   tests      every CUDA test class (pytest-xdist, WORKERS processes) and the
@@ -28,6 +28,14 @@
 set -u
 release=$1
 stage=$2
+# The results name the fork's revision, and the GPU machine's copy of .git can
+# be stale (on 2026-11-27 it named a commit three sessions old): the revision
+# comes from here, FORK_REVISION=$(git rev-parse --short=12 HEAD) computed
+# before the command is sent.
+if [ -z "${FORK_REVISION:-}" ]; then
+    echo "error: set FORK_REVISION to this tree's revision, computed where the tree was committed (the GPU machine's .git may be stale)" >&2
+    exit 2
+fi
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TORCHINDUCTOR_COMPILE_THREADS=${THREADS:-2}
