@@ -11,7 +11,7 @@ test_one_pass_reductions.py.
 
 import torch
 import torch.nn.functional as F
-from torch._inductor import config, one_pass_reductions as opr
+from torch._inductor import config, one_pass_reduction_rows as rows_of
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import sympy_product
 
@@ -57,7 +57,7 @@ class TestPhases(TestCase):
     def phases_of(self, fn, *args):
         kernels = _reduction_kernels(_fused_nodes_of(fn, *args))
         self.assertEqual(len(kernels), 1, [k.get_name() for k in kernels])
-        return opr.phases(kernels[0].get_nodes())
+        return rows_of.phases(kernels[0].get_nodes())
 
     def test_softmax_reads_a_row_three_times(self):
         # max, sum of exp, normalization; the online rewrite (max and sum in
@@ -94,8 +94,8 @@ class TestPhases(TestCase):
         def passes_of(fn, *args):
             return _of_each_reduction_kernel(
                 lambda nodes, numel, row: (
-                    opr.phases(nodes),
-                    opr.memory_passes(nodes, numel, row),
+                    rows_of.phases(nodes),
+                    rows_of.memory_passes(nodes, numel, row),
                 ),
                 fn,
                 *args,
@@ -140,7 +140,7 @@ class TestPhases(TestCase):
         )
         for name, fn, args, expected in cases:
             with self.subTest(op=name):
-                found = _of_each_reduction_kernel(opr._gathers, fn, *args)
+                found = _of_each_reduction_kernel(rows_of.gathers, fn, *args)
                 self.assertTrue(found)
                 self.assertEqual(any(found), expected, found)
 
@@ -164,17 +164,17 @@ class TestPhases(TestCase):
         )
         for name, fn, args, expected in cases:
             with self.subTest(op=name):
-                counts = _of_each_reduction_kernel(opr._row_inputs, fn, *args)
+                counts = _of_each_reduction_kernel(rows_of.row_inputs, fn, *args)
                 self.assertEqual(max(counts), expected)
 
 
 class TestRowsContiguous(TestCase):
     def rows_contiguous(self, fn, *args):
-        """``_rows_contiguous`` of the kernel with the longest rows."""
+        """``rows_contiguous`` of the kernel with the longest rows."""
         found = _of_each_reduction_kernel(
             lambda nodes, numel, row: (
                 int(row),
-                opr._rows_contiguous(nodes, numel, int(row)),
+                rows_of.rows_contiguous(nodes, numel, int(row)),
             ),
             fn,
             *args,

@@ -104,6 +104,7 @@ FORK_MODULES: tuple[str, ...] = (
     "torch._inductor.one_pass_reductions",
     "torch._inductor.one_pass_reduction_aligned_loops",
     "torch._inductor.one_pass_reduction_remarks",
+    "torch._inductor.one_pass_reduction_rows",
     "torch._inductor.release_compat",
     "torch._inductor.release_range",
 )

@@ -26,7 +26,7 @@ per thread than that spill to local memory, which is slower than the passes
 saved) and there are at least as many rows as the GPU has multiprocessors
 (one block per row would otherwise leave SMs idle, where upstream's split
 reductions use them).  A row too long for that, in a kernel of several
-passes over memory (:func:`memory_passes`: phases that read the row) and
+passes over memory (``one_pass_reduction_rows.memory_passes``: phases that read the row) and
 enough rows, is walked by one block in wide steps (32 warps,
 :func:`loop_block_for_row`; 16 warps and 4096 elements where it holds two
 or more row-long inputs): still a read per phase, but with few rows in
@@ -60,14 +60,13 @@ from . import (
     config,
     one_pass_reduction_aligned_loops,
     one_pass_reduction_remarks,
+    one_pass_reduction_rows as kernel_rows,
     release_compat,
 )
 from .fusion_remarks.taxonomy import Reason
 
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from .codegen.simd_kernel_features import SIMDKernelFeatures
     from .scheduler import BaseSchedulerNode
 
@@ -279,85 +278,6 @@ def codegen_config(kernel: Any) -> contextlib.AbstractContextManager[Any]:
     return contextlib.nullcontext()
 
 
-def _phase_of_each(nodes: Iterable[Any]) -> list[tuple[Any, int]]:
-    """Each node with the phase (the loop over the row, from 0) it runs in:
-    the phase after the last reduction of the kernel it waits for."""
-    phase_of_buffer: dict[str, int] = {}
-    placed = []
-    for node in nodes:
-        waits = [
-            phase_of_buffer[dep.name]
-            for dep in node.read_writes.reads
-            if dep.name in phase_of_buffer
-        ]
-        phase = max(waits, default=0)
-        placed.append((node, phase))
-        done = phase + 1 if node.is_reduction() else phase
-        for name in node.get_buffer_names():
-            phase_of_buffer[name] = done
-    return placed
-
-
-def phases(nodes: Iterable[Any]) -> int:
-    """How many passes over its rows a looped reduction kernel of ``nodes``
-    makes: one, plus one for each reduction that a later node of the kernel
-    waits for.  ``nodes`` are scheduler nodes in schedule order (anything
-    with ``is_reduction()``, ``get_buffer_names()`` and ``read_writes``).
-
-    Softmax online: 2 (max and sum, then the normalization); two-pass
-    softmax: 3; layer and RMS norm: 2; a plain sum, and cross-entropy's
-    online logsumexp: 1.
-    """
-    return 1 + max((phase for _, phase in _phase_of_each(nodes)), default=0)
-
-
-def memory_passes(nodes: Iterable[Any], numel: Any, row: Any) -> int:
-    """How many of the :func:`phases` of a kernel read a row-long buffer
-    (:func:`_is_row_long`) from memory: the passes over memory that holding
-    the row on chip would save.  A phase that computes from indices alone
-    moves nothing: cross-entropy's backward sums its one-hot gradient
-    (``iota == target``, one target per row) in a loop of its own, then
-    reads the logits once, so it is one pass over memory in two phases.
-    At least 1."""
-    from .dependencies import MemoryDep
-
-    reading = {
-        phase
-        for node, phase in _phase_of_each(nodes)
-        if any(
-            isinstance(dep, MemoryDep) and _is_row_long(dep, numel, row)
-            for dep in node.read_writes.reads
-        )
-    }
-    return max(1, len(reading))
-
-
-def _is_row_long(dep: Any, numel: Any, row: Any) -> bool:
-    """Whether the buffer of ``dep`` is as long as the kernel's rows
-    (``numel``: rows times row length) or as one row (a weight broadcast
-    to every row), as against a value per row or a scalar."""
-    from .virtualized import V
-
-    size = dep.get_numel()
-    sizevars = V.graph.sizevars
-    return sizevars.statically_known_equals(
-        size, numel
-    ) or sizevars.statically_known_equals(size, row)
-
-
-def has_online_softmax(nodes: Iterable[Any]) -> bool:
-    """Whether a kernel of ``nodes`` has an online softmax reduction: max
-    and sum in one pass over memory, paid for by rescaling the running sum
-    at every element (an exp, a multiply and a select each).  A row held on
-    chip takes the max and then the sum in registers, without that work;
-    upstream's persistent reduction does so."""
-    for node in nodes:
-        data = getattr(getattr(node, "node", None), "data", None)
-        if getattr(data, "reduction_type", None) == "online_softmax_reduce":
-            return True
-    return False
-
-
 def loop_block_for_row(row: int, online: bool = False) -> int | None:
     """The block a looped kernel walks a too-long row with: the largest of
     :data:`LOOP_BLOCKS` whose masked last step wastes at most
@@ -430,16 +350,16 @@ def decide(
     count (``None`` when not static); ``row_inputs``: how many row-long
     inputs the block holds at once (a norm's backward holds the gradient,
     the input and the weight); ``online``: it has an online softmax
-    reduction (:func:`has_online_softmax`), worth holding on chip even in
+    reduction (``one_pass_reduction_rows.has_online_softmax``), worth holding on chip even in
     one pass; ``memory_passes``: how many of the phases read the row from
-    memory (:func:`memory_passes`; ``phases`` when not given).  A kernel
+    memory (``one_pass_reduction_rows.memory_passes``; ``phases`` when not given).  A kernel
     that reads its row once is held on chip only in a block of fewer than
     :data:`MAX_WARPS` warps (else ``one_pass_row_read_once``), and is never
     looped in wide steps.
     ``element_bytes``: the smallest element size of the row-long inputs; a
     row of at most :data:`WIDE_ELEMENT_ROW_LIMIT` elements of 4 bytes or
     more keeps upstream's loop (``one_pass_row_at_copy_speed``), unless the
-    kernel ``gathers`` from another buffer (:func:`_gathers`).
+    kernel ``gathers`` from another buffer (``one_pass_reduction_rows.gathers``).
 
     A row whose inputs do not fit in registers is missed with
     ``one_pass_row_too_long``; where there are rows enough to fill the GPU
@@ -598,23 +518,25 @@ def _kernel_kwargs(
         return kernel_kwargs
     rows = _static_int(features.numel)
     numel = features.numel * features.reduction_numel
-    element_bytes = 2 if row is None else _element_bytes(nodes, numel, row)
+    element_bytes = 2 if row is None else kernel_rows.element_bytes(nodes, numel, row)
     decision = decide(
-        phases=phases(nodes),
-        memory_passes=None if row is None else memory_passes(nodes, numel, row),
+        phases=kernel_rows.phases(nodes),
+        memory_passes=None
+        if row is None
+        else kernel_rows.memory_passes(nodes, numel, row),
         inner=_only_x_and_r(groups)
         and (
             features.get_reduction_hint() == ReductionHint.INNER
-            or (row is not None and _rows_contiguous(nodes, numel, row))
+            or (row is not None and kernel_rows.rows_contiguous(nodes, numel, row))
         ),
         row=row,
         rows=rows if rows is not None else _rows_hint(features),
         multiprocessors=_multiprocessors(nodes),
         elements_per_thread=config.one_pass_reductions_elements_per_thread,
-        row_inputs=1 if row is None else _row_inputs(nodes, numel, row),
-        online=has_online_softmax(nodes),
+        row_inputs=1 if row is None else kernel_rows.row_inputs(nodes, numel, row),
+        online=kernel_rows.has_online_softmax(nodes),
         element_bytes=element_bytes,
-        gathers=row is not None and _gathers(nodes, numel, row),
+        gathers=row is not None and kernel_rows.gathers(nodes, numel, row),
     )
     if decision is None:
         return kernel_kwargs
@@ -636,7 +558,7 @@ def _kernel_kwargs(
     if row is not None:
         decision = one_pass_reduction_aligned_loops.online_loop(
             decision,
-            _row_long_itemsizes(nodes, numel, row),
+            kernel_rows.row_long_itemsizes(nodes, numel, row),
             aligned=bool(config.one_pass_reductions_aligned_loads),
             scalar_accumulators=release_compat.scalar_accumulators_on(),
         )
@@ -680,89 +602,6 @@ def _rows_hint(features: SIMDKernelFeatures) -> int | None:
         return int(V.graph.sizevars.optimization_hint(features.numel, fallback=0))
     except Exception:
         return None
-
-
-def _row_long_inputs(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> set[str]:
-    """The row-long buffers a block of the kernel loads from memory (not
-    those it writes for itself): of ``numel`` elements (rows times row
-    length) or of ``row`` (a weight broadcast to every row).  Values of one
-    per row (a norm's saved statistics, a cross-entropy target) are a
-    register each and are not among them."""
-    from .dependencies import MemoryDep
-
-    written = {name for node in nodes for name in node.get_buffer_names()}
-    return {
-        dep.name
-        for node in nodes
-        for dep in node.read_writes.reads
-        if dep.name not in written
-        and isinstance(dep, MemoryDep)
-        and _is_row_long(dep, numel, row)
-    }
-
-
-def _row_inputs(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> int:
-    """How many row-long inputs a block of the kernel holds."""
-    return max(1, len(_row_long_inputs(nodes, numel, row)))
-
-
-def _gathers(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> bool:
-    """Whether the kernel loads by computed index from a buffer other than
-    its row-long inputs (an embedding table looked up per element), work a
-    looped kernel repeats in every pass.  A cross-entropy's target logit,
-    gathered from its own rows, is not such a load."""
-    rows_read = _row_long_inputs(nodes, numel, row)
-    return any(
-        dep.is_indirect() and dep.name not in rows_read
-        for node in nodes
-        for dep in node.read_writes.reads
-        if hasattr(dep, "is_indirect")
-    )
-
-
-def _element_bytes(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> int:
-    """The smallest element size of the kernel's row-long inputs (2 where
-    it has none or a size is unknown: the sizes the pass was measured for)."""
-    from .virtualized import V
-
-    try:
-        sizes = [
-            V.graph.get_dtype(name).itemsize
-            for name in _row_long_inputs(nodes, numel, row)
-        ]
-    except Exception:
-        return 2
-    return min(sizes, default=2)
-
-
-def _row_long_itemsizes(nodes: list[Any], numel: Any, row: int) -> list[int]:
-    """The element sizes of every row-long buffer the kernel reads or writes."""
-    from .dependencies import MemoryDep
-    from .virtualized import V
-
-    return [
-        V.graph.get_dtype(dep.name).itemsize
-        for node in nodes
-        for dep in (*node.read_writes.reads, *node.read_writes.writes)
-        if isinstance(dep, MemoryDep) and _is_row_long(dep, numel, row)
-    ]
-
-
-def _rows_contiguous(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> bool:
-    """Whether every row-long buffer the kernel reads or writes is contiguous
-    along the row.  Upstream's reduction hint says so only from the
-    reduction's own loads: a cross-entropy backward sums a one-hot built
-    from ``iota`` (no load at all) while its pointwise part reads and writes
-    the logits row by row, and its hint stays ``DEFAULT``."""
-    from .dependencies import MemoryDep
-
-    row_long = [
-        dep
-        for node in nodes
-        for dep in (*node.read_writes.reads, *node.read_writes.writes)
-        if isinstance(dep, MemoryDep) and _is_row_long(dep, numel, row)
-    ]
-    return bool(row_long) and all(dep.stride1_for_last_dim() for dep in row_long)
 
 
 def _decided_elsewhere(kernel_kwargs: dict[str, Any]) -> bool:
