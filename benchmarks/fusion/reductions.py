@@ -13,6 +13,8 @@ forward and forward+backward, and times each arm:
   (``config.one_pass_reductions``, torch/_inductor/one_pass_reductions.py);
   ``one_pass_two_pass`` (the pass over upstream's two-pass form);
   ``one_pass_unaligned`` (the pass without its aligned steps);
+  ``one_pass_unsplit`` (the pass without split rows: fewer rows than half
+  the multiprocessors keep upstream's split at lowering);
   ``default_vector_accumulators`` (2.15.0's default without its
   ``triton.scalar_accumulators``); ``cooperative`` (upstream's cooperative
   reductions forced, ``triton.force_cooperative_reductions``: several
@@ -76,6 +78,7 @@ ARMS = (
     "one_pass",
     "one_pass_two_pass",
     "one_pass_unaligned",
+    "one_pass_unsplit",
     "default_vector_accumulators",
     "cooperative",
 )
@@ -94,6 +97,11 @@ ARM_CONFIG: dict[str, dict[str, Any]] = {
     "one_pass_unaligned": {
         "one_pass_reductions": True,
         "one_pass_reductions_aligned_loads": False,
+    },
+    # the pass without split rows (one_pass_reduction_split_rows)
+    "one_pass_unsplit": {
+        "one_pass_reductions": True,
+        "one_pass_reductions_split_rows": False,
     },
     # 2.15.0's default without its scalar accumulators (2.15.0 only)
     "default_vector_accumulators": {"triton.scalar_accumulators": False},

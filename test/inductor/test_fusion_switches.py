@@ -66,6 +66,7 @@ class TestParser(TestCase):
                 "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_ALIGNED_LOADS",
                 "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_FAST_EXP",
                 "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_LEAN_COMBINE",
+                "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_SPLIT_ROWS",
             ],
         )
         self.assertIn("FUSION_FORK_DISABLE", fusion_switches.BOOL_SWITCHES)
@@ -162,11 +163,12 @@ class TestConfigImport(TestCase):
         )
         options = sorted(set(CONFIG_OF.values()))
         # unset (""): each option's default; only the aligned steps, the
-        # fast exp and the lean combine are on by default
+        # fast exp, the lean combine and split rows are on by default
         on_by_default = {
             "one_pass_reductions_aligned_loads",
             "one_pass_reductions_fast_exp",
             "one_pass_reductions_lean_combine",
+            "one_pass_reductions_split_rows",
         }
         defaults = [str(o in on_by_default) for o in options]
         for value, expected in (

@@ -73,6 +73,9 @@ BOOL_SWITCHES: dict[str, str] = {
     "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_ALIGNED_LOADS": (
         "torch._inductor.config.one_pass_reductions_aligned_loads"
     ),
+    "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_SPLIT_ROWS": (
+        "torch._inductor.config.one_pass_reductions_split_rows"
+    ),
     FORK_DISABLE: "the fusion fork itself (1: stock torch)",
 }
 
@@ -105,6 +108,7 @@ FORK_MODULES: tuple[str, ...] = (
     "torch._inductor.one_pass_reduction_aligned_loops",
     "torch._inductor.one_pass_reduction_remarks",
     "torch._inductor.one_pass_reduction_rows",
+    "torch._inductor.one_pass_reduction_split_rows",
     "torch._inductor.release_compat",
     "torch._inductor.release_range",
 )

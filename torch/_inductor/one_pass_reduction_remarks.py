@@ -2,9 +2,9 @@
 
 Why apart: the pass decides, this module says what it decided, in the
 remark data model (``fusion_remarks.model``): ``fused`` with
-``one_pass_row_on_chip``, or ``missed`` with the reason the row stays in
-several passes, with the decision's numbers as ``args`` and a sentence as
-``detail``.  Nothing here runs while no recorder listens.
+``one_pass_row_on_chip`` or ``one_pass_row_split``, or ``missed`` with the
+reason the row stays in several passes, with the decision's numbers as
+``args`` and a sentence as ``detail``.  Nothing here runs while no recorder listens.
 """
 
 from __future__ import annotations
@@ -48,7 +48,30 @@ def record(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
     if decision.memory_passes is not None and decision.memory_passes != decision.phases:
         args["memory_passes"] = decision.memory_passes
         passes += f" ({decision.memory_passes} reading the row from memory)"
-    if decision.fused:
+    if decision.rsplit > 1:
+        part = -(-decision.row // decision.rsplit)
+        args.update(rsplit=decision.rsplit, multiprocessors=decision.limit)
+        if decision.num_warps is not None:
+            args["num_warps"] = decision.num_warps
+            form = (
+                f"each part held in the registers of a block of "
+                f"{decision.num_warps} warps, so {passes} became one pass"
+            )
+        else:
+            args.update(loop_block=decision.loop_block, loop_warps=decision.loop_warps)
+            form = (
+                f"each part walked by a block of {decision.loop_warps} warps in "
+                f"steps of {decision.loop_block} elements{inputs}"
+            )
+        detail = (
+            f"{decision.rows} rows of {decision.row} elements for "
+            f"{decision.limit} multiprocessors: each row split over "
+            f"{decision.rsplit} blocks of {part} elements in one kernel, their "
+            f"partial results combined through a workspace (upstream's "
+            f"cooperative reduction), where lowering would have split the "
+            f"reduction into kernels; {form}"
+        )
+    elif decision.fused:
         args["num_warps"] = decision.num_warps
         detail = (
             f"{passes} over each row of {decision.row} elements{inputs} made "

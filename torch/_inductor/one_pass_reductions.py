@@ -42,10 +42,17 @@ upstream's ``use_fast_math`` (Triton's approximate exp, :func:`with_exp_form`,
 :func:`codegen_config`): the accurate exp made the kernels compute-bound.
 A looped online softmax it configures combines each element with a leaner
 helper of the same result (:func:`uses_lean_combine`).
+Fewer rows than half the multiprocessors, each long enough to split, are
+split over several blocks each in one kernel
+(``one_pass_reduction_split_rows``, ``config.one_pass_reductions_split_rows``):
+upstream's cooperative reduction with a fixed ``RSPLIT``, each block's part
+of the row on chip where it fits, where lowering would have split the
+reduction into kernels that read the row again.
 Every decision is a remark (stage ``one_pass_reduction``): ``fused`` with
-``one_pass_row_on_chip``, or ``missed`` with the reason the row stays in
-several passes.  Kernels of one phase without an online softmax (a plain
-sum) are not its business and get no remark.
+``one_pass_row_on_chip`` or ``one_pass_row_split``, or ``missed`` with the
+reason the row stays in several passes.  Kernels of one phase without an
+online softmax (a plain sum) are not its business and get no remark, but
+where their rows are split.
 """
 
 from __future__ import annotations
@@ -61,6 +68,7 @@ from . import (
     one_pass_reduction_aligned_loops,
     one_pass_reduction_remarks,
     one_pass_reduction_rows as kernel_rows,
+    one_pass_reduction_split_rows,
     release_compat,
 )
 from .fusion_remarks.taxonomy import Reason
@@ -228,7 +236,7 @@ def uses_lean_combine(decision: Decision, allowed: bool) -> bool:
     combine to replace: the pass leaves upstream's helper, and its remark
     does not claim the lean one.
     """
-    if release_compat.scalar_accumulators_on():
+    if release_compat.scalar_accumulators_on() or decision.rsplit > 1:
         return False
     return allowed and decision.online and decision.loop_block is not None
 
@@ -321,10 +329,11 @@ class Decision:
     lean_combine: bool = False
     aligned_vector: int = 0
     upstream_scalar_loop: bool = False
+    rsplit: int = 1
 
     @property
     def fused(self) -> bool:
-        return self.num_warps is not None
+        return self.num_warps is not None or self.rsplit > 1
 
 
 def decide(
@@ -340,6 +349,7 @@ def decide(
     memory_passes: int | None = None,
     element_bytes: int = 2,
     gathers: bool = False,
+    rsplit: int = 1,
 ) -> Decision | None:
     """The pure decision for a reduction kernel; ``None`` when the kernel
     makes one pass and there is nothing to decide.  Every kernel it keeps
@@ -360,12 +370,27 @@ def decide(
     row of at most :data:`WIDE_ELEMENT_ROW_LIMIT` elements of 4 bytes or
     more keeps upstream's loop (``one_pass_row_at_copy_speed``), unless the
     kernel ``gathers`` from another buffer (``one_pass_reduction_rows.gathers``).
+    ``rsplit``: the blocks each row is split over (``one_pass_reduction_split_rows.row_split``; 1
+    where rows are not split), for every kernel with rows of static length
+    and count, one phase included: lowering left its row whole for it.
 
     A row whose inputs do not fit in registers is missed with
     ``one_pass_row_too_long``; where there are rows enough to fill the GPU
     and more than one pass over it, it gets :func:`loop_block_for_row`
     (``loop_block``) instead.
     """
+    if rsplit > 1 and inner and row is not None and rows is not None:
+        return _split_decision(
+            phases=phases,
+            row=row,
+            rows=rows,
+            rsplit=rsplit,
+            multiprocessors=multiprocessors,
+            elements_per_thread=elements_per_thread,
+            row_inputs=row_inputs,
+            online=online,
+            memory_passes=memory_passes,
+        )
     if phases < 2 and not online:
         return None
     if not inner:
@@ -458,7 +483,94 @@ def decide(
     )
 
 
+def _split_decision(
+    *,
+    phases: int,
+    row: int,
+    rows: int,
+    rsplit: int,
+    multiprocessors: int,
+    elements_per_thread: int,
+    row_inputs: int,
+    online: bool,
+    memory_passes: int | None,
+) -> Decision:
+    """A row split over ``rsplit`` blocks: each block's part of the row on
+    chip where its row-long inputs fit in one block's registers, else
+    walked in steps (a backward's two or three inputs; lowering keeps a row
+    whole only where one input's part fits)."""
+    part = -(-row // rsplit) * row_inputs
+    limit = max_row_elements(elements_per_thread)
+    on_chip = part <= limit
+    if not on_chip:
+        loop_block, loop_warps = (
+            (TWO_INPUT_LOOP_BLOCK, TWO_INPUT_LOOP_WARPS)
+            if row_inputs >= 2
+            else (LOOP_BLOCKS[0], MAX_WARPS)
+        )
+    return Decision(
+        Reason.ONE_PASS_ROW_SPLIT,
+        phases,
+        row,
+        rows,
+        num_warps=warps_for_row(part, elements_per_thread) if on_chip else None,
+        limit=multiprocessors,
+        row_inputs=row_inputs,
+        loop_block=None if on_chip else loop_block,
+        loop_warps=MAX_WARPS if on_chip else loop_warps,
+        online=online,
+        memory_passes=memory_passes,
+        rsplit=rsplit,
+    )
+
+
+def splits_rows_enabled() -> bool:
+    """Whether the pass splits rows (``config.one_pass_reductions`` and
+    ``config.one_pass_reductions_split_rows``): then Triton's backend
+    offers reductions to a single element, so that lowering asks
+    :func:`splits_rows` before it splits a reduction (upstream's
+    ``TritonScheduling.get_backend_features`` does so for its own
+    cooperative reductions)."""
+    return bool(config.one_pass_reductions and config.one_pass_reductions_split_rows)
+
+
+def splits_rows(device: Any, numel: Any, reduction_numel: Any) -> bool:
+    """``InductorChoices.should_use_cooperative_reduction``: whether a
+    reduction of ``numel`` rows of ``reduction_numel`` elements on
+    ``device`` has its rows split in one kernel rather than split into
+    kernels at lowering (``one_pass_reduction_split_rows.keeps_row_whole``:
+    static sizes on a CUDA device).  A kernel the pass does not configure
+    itself (a reduced dim that is not the innermost) gets upstream's
+    cooperative configurations.  False with the option off, under
+    ``triton.multi_kernel`` or where the sizes cannot be read."""
+    if not splits_rows_enabled() or getattr(device, "type", None) != "cuda":
+        return False
+    check_config()
+    row, rows = _static_int(reduction_numel), _static_int(numel)
+    if row is None or rows is None or config.triton.multi_kernel:
+        return False
+    try:
+        from .runtime.hints import DeviceProperties
+
+        multiprocessors = int(DeviceProperties.create(device).multi_processor_count)
+    except Exception:
+        log.warning(
+            "one_pass_reductions: left a reduction to upstream's split, the "
+            "device's multiprocessors could not be read",
+            exc_info=True,
+        )
+        return False
+    return one_pass_reduction_split_rows.keeps_row_whole(
+        row,
+        rows,
+        multiprocessors,
+        max_row_elements(config.one_pass_reductions_elements_per_thread),
+    )
+
+
 def _static_int(expr: Any) -> int | None:
+    if isinstance(expr, int) and not isinstance(expr, bool):
+        return expr
     try:
         return int(expr) if getattr(expr, "is_number", False) else None
     except TypeError:
@@ -519,6 +631,11 @@ def _kernel_kwargs(
     rows = _static_int(features.numel)
     numel = features.numel * features.reduction_numel
     element_bytes = 2 if row is None else kernel_rows.element_bytes(nodes, numel, row)
+    rsplit = (
+        one_pass_reduction_split_rows.row_split(row, rows, _multiprocessors(nodes))
+        if row is not None and rows is not None and splits_rows_enabled()
+        else 1
+    )
     decision = decide(
         phases=kernel_rows.phases(nodes),
         memory_passes=None
@@ -537,6 +654,7 @@ def _kernel_kwargs(
         online=kernel_rows.has_online_softmax(nodes),
         element_bytes=element_bytes,
         gathers=row is not None and kernel_rows.gathers(nodes, numel, row),
+        rsplit=rsplit,
     )
     if decision is None:
         return kernel_kwargs
@@ -555,7 +673,7 @@ def _kernel_kwargs(
     )
     # An online softmax's loop: aligned steps, or upstream's own where the
     # release's scalar accumulators beat the pass's loops
-    if row is not None:
+    if row is not None and decision.rsplit == 1:
         decision = one_pass_reduction_aligned_loops.online_loop(
             decision,
             kernel_rows.row_long_itemsizes(nodes, numel, row),
@@ -565,6 +683,26 @@ def _kernel_kwargs(
     one_pass_reduction_remarks.record(decision, nodes)
     config_class = _config_class()
 
+    if decision.rsplit > 1:
+        # upstream's cooperative reduction, RSPLIT blocks a row: persistent
+        # (R0_BLOCK is the row's part) on chip, else in steps of loop_block
+        on_chip = decision.num_warps is not None
+        block = {} if on_chip else {"R0_BLOCK": decision.loop_block}
+        return {
+            **kernel_kwargs,
+            "override_persistent_reduction": on_chip,
+            "override_cooperative_reduction": True,
+            "fixed_config": config_class(
+                {
+                    "XBLOCK": 1,
+                    **block,
+                    "RSPLIT": decision.rsplit,
+                    "num_warps": decision.num_warps or decision.loop_warps,
+                    "num_stages": 1,
+                },
+                fast_exp=decision.fast_exp,
+            ),
+        }
     if decision.loop_block is not None:
         return {
             **kernel_kwargs,

@@ -105,6 +105,7 @@ tests)
         packages/fx_fusion/test/test_fx_fusion.py packages/fx_fusion/test/test_fx_fusion_codegen.py \
         test/inductor/test_launch_bound_combo.py test/inductor/test_one_pass_reductions.py \
         test/inductor/test_one_pass_reductions_correctness.py test/inductor/test_one_pass_reductions_aligned.py \
+        test/inductor/test_one_pass_reductions_split_rows.py \
         -k "GPU or Cuda or cuda or OpInfo or Properties" >"$OUT/tests.log" 2>&1 &
     timeout "$deadline" python3 tools/fork.py run -- python3 benchmarks/fusion/coverage.py \
         --device cuda --modes default --shapes "${SHAPES:-full}" --models "$models" \
@@ -169,7 +170,7 @@ focus)
     # One piece of work at a time, for a change under way: the tests named by
     # TESTS (pytest -k FOCUS_K) for at most TESTS_S seconds, then the command
     # PROBE (if set), then a reductions sweep (OPS, ARMS, DTYPES, ROWS,
-    # TOTAL, PASSES) in one process until the deadline.
+    # ROW_COUNTS, TOTAL, PASSES) in one process until the deadline.
     start=$(date +%s)
     if [ -n "${TESTS:-}" ]; then
         timeout "${TESTS_S:-240}" python3 tools/fork.py run -- python3 -m pytest -v \
@@ -188,6 +189,7 @@ focus)
             --device cuda --cuda-graph --arms "$ARMS" --ops "${OPS:-softmax}" \
             --dtypes "${DTYPES:-bfloat16}" --rows "${ROWS:-50257}" \
             --total "${TOTAL:-134217728}" --pass "${PASSES:-forward}" \
+            ${ROW_COUNTS:+--row-counts "$ROW_COUNTS"} \
             --deadline-s $((left - 30)) --json "$OUT/reductions.json" \
             >"$OUT/reductions.log" 2>&1
         grep " us" "$OUT/reductions.log" | cut -c1-160 | head -n 60

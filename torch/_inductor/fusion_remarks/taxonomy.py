@@ -206,6 +206,7 @@ class Reason(str, enum.Enum):
     ONE_PASS_ROWS_NOT_CONTIGUOUS = "one_pass_rows_not_contiguous"
     ONE_PASS_ROW_AT_COPY_SPEED = "one_pass_row_at_copy_speed"
     ONE_PASS_ROW_READ_ONCE = "one_pass_row_read_once"
+    ONE_PASS_ROW_SPLIT = "one_pass_row_split"
 
     @property
     def category(self) -> Category:
@@ -664,6 +665,10 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     R.ONE_PASS_ROW_READ_ONCE: (
         _H,
         "config.one_pass_reductions kept a softmax-class kernel's loop: the kernel reads its row from memory once already, and holding it on chip would take a block of 32 warps alone on its multiprocessor, which saves less than it costs",
+    ),
+    R.ONE_PASS_ROW_SPLIT: (
+        _F,
+        "config.one_pass_reductions_split_rows kept a reduction over a few long rows (fewer than half the GPU's multiprocessors) in one kernel and split each row over several thread blocks (upstream's cooperative reduction with a fixed RSPLIT): each block holds its part of the row in registers where it fits, and the partial results meet in a workspace, where lowering would have split the reduction into kernels that read the row again",
     ),
 }
 del R
