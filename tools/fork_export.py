@@ -323,7 +323,12 @@ def default_verdict(feature: str) -> str:
             "on the norms' forward+backward at 256000-262144 (1-3%) and in a "
             "Llama training step (0.998x). Online softmaxes at rows that are "
             "a multiple of the vector, also slower, now keep upstream's loop "
-            "(benchmarks/results/one_pass/sweep_2.15.0_h100.md in the fork)."
+            "(benchmarks/results/one_pass/sweep_2.15.0_h100.md in the fork). "
+            "Its split rows (`one_pass_reductions_split_rows`) stay off within "
+            "it: with 1-32 rows of 50257-262144 they were faster than "
+            "upstream's split in 7 of 24 cases and slower in 17, every "
+            "cross-entropy among them "
+            "(benchmarks/results/one_pass/split_rows_2.15.0_h100.md)."
         ),
     }.get(feature, "")
 

@@ -13,14 +13,15 @@ forward and forward+backward, and times each arm:
   (``config.one_pass_reductions``, torch/_inductor/one_pass_reductions.py);
   ``one_pass_two_pass`` (the pass over upstream's two-pass form);
   ``one_pass_unaligned`` (the pass without its aligned steps);
-  ``one_pass_unsplit`` (the pass without split rows: fewer rows than half
-  the multiprocessors keep upstream's split at lowering);
+  ``one_pass_split`` (the pass with split rows: fewer rows than half the
+  multiprocessors split over several blocks each in one kernel,
+  ``one_pass_reductions_split_rows``);
   ``default_vector_accumulators`` (2.15.0's default without its
   ``triton.scalar_accumulators``); ``cooperative`` (upstream's cooperative
   reductions forced, ``triton.force_cooperative_reductions``: several
-  blocks a row, combined through a workspace, the form split rows would
-  take; with more rows than blocks resident at once it may wait for ever,
-  so only under a timeout and with few rows, ``--row-counts``).
+  blocks a row, combined through a workspace, the form split rows take with
+  upstream's configurations; with more rows than blocks resident at once the
+  launch fails, so only with few rows, ``--row-counts``).
 
 Per case and arm: the median time (``triton.testing.do_bench`` on a GPU,
 or ``do_bench_cudagraph`` with ``--cuda-graph``, which forward+backward steps
@@ -78,7 +79,7 @@ ARMS = (
     "one_pass",
     "one_pass_two_pass",
     "one_pass_unaligned",
-    "one_pass_unsplit",
+    "one_pass_split",
     "default_vector_accumulators",
     "cooperative",
 )
@@ -98,10 +99,10 @@ ARM_CONFIG: dict[str, dict[str, Any]] = {
         "one_pass_reductions": True,
         "one_pass_reductions_aligned_loads": False,
     },
-    # the pass without split rows (one_pass_reduction_split_rows)
-    "one_pass_unsplit": {
+    # the pass with split rows (one_pass_reduction_split_rows)
+    "one_pass_split": {
         "one_pass_reductions": True,
-        "one_pass_reductions_split_rows": False,
+        "one_pass_reductions_split_rows": True,
     },
     # 2.15.0's default without its scalar accumulators (2.15.0 only)
     "default_vector_accumulators": {"triton.scalar_accumulators": False},

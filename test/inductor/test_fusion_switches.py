@@ -163,12 +163,11 @@ class TestConfigImport(TestCase):
         )
         options = sorted(set(CONFIG_OF.values()))
         # unset (""): each option's default; only the aligned steps, the
-        # fast exp, the lean combine and split rows are on by default
+        # fast exp and the lean combine are on by default
         on_by_default = {
             "one_pass_reductions_aligned_loads",
             "one_pass_reductions_fast_exp",
             "one_pass_reductions_lean_combine",
-            "one_pass_reductions_split_rows",
         }
         defaults = [str(o in on_by_default) for o in options]
         for value, expected in (
