@@ -279,6 +279,21 @@ def markdown(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def vocabularies(text: str) -> dict[str, int]:
+    """``--vocab``: ``N`` (every model, key ``*``) or ``MODEL=N,...``; a
+    value that is not a whole number above 0 is an error naming it."""
+    pairs = [part.partition("=") for part in text.split(",") if part.strip()]
+    out = {}
+    for model, eq, number in pairs:
+        name, value = (model.strip(), number) if eq else ("*", model)
+        if not value.strip().isdigit() or int(value) < 1:
+            raise argparse.ArgumentTypeError(
+                f"--vocab: {value.strip()!r} is not a vocabulary size (N or MODEL=N)"
+            )
+        out[name] = int(value)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", type=lambda s: s.split(","), default=list(MODELS))
@@ -289,8 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seq", type=int, default=128)
     p.add_argument(
         "--vocab",
-        type=int,
-        help="the vocabulary of the language-model heads (default: each model's)",
+        type=vocabularies,
+        default={},
+        help="the vocabulary of the language-model heads: N for every model, or "
+        "MODEL=N,... for those named (default: each model's own)",
     )
     p.add_argument("--json")
     p.add_argument(
@@ -317,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
                         args.batch,
                         args.seq,
                         kernels=args.kernels,
-                        vocab=args.vocab,
+                        vocab=args.vocab.get(name, args.vocab.get("*")),
                     )
                 )
             except Exception as e:  # a model's failure is a row, not the end

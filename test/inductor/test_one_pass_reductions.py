@@ -130,6 +130,21 @@ class TestSweep(TestCase):
         self.assertEqual(sha([code]), sha([renumbered]))
         self.assertNotEqual(sha([code]), sha([code.replace("XBLOCK=1", "XBLOCK=2")]))
 
+    def test_model_vocabularies_for_all_or_by_model(self):
+        import argparse
+
+        import reductions_models
+
+        vocab = reductions_models.vocabularies
+        self.assertEqual(vocab("128256"), {"*": 128256})
+        self.assertEqual(
+            vocab("llama_lm=128256,gpt2_lm=50257"),
+            {"llama_lm": 128256, "gpt2_lm": 50257},
+        )
+        for bad in ("llama_lm=", "0", "x=-3", "big"):
+            with self.subTest(bad=bad), self.assertRaises(argparse.ArgumentTypeError):
+                vocab(bad)
+
     def test_model_kernel_changes_match_the_two_forms_of_a_kernel(self):
         import reductions_models
 

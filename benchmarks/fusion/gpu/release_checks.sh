@@ -22,7 +22,8 @@
 #              interleaved round by round, CUDA-graph step times and profiler
 #              kernel time (ablation.py); COMBO=0 leaves the model set out;
 #              STEPS=gpt2_lm,llama_lm then times those training steps with the
-#              pass on and off (reductions_models.py; SEQ, BATCH, VOCAB)
+#              pass on and off (reductions_models.py; SEQ, BATCH, VOCAB: N or
+#              MODEL=N,...)
 #   focus      named tests, a probe and a small reductions sweep, one after
 #              another (a change under way; the variables below, at the stage)
 set -u
