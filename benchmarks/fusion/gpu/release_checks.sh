@@ -170,7 +170,7 @@ benchmarks)
 focus)
     # One piece of work at a time, for a change under way: the tests named by
     # TESTS (pytest -k FOCUS_K) for at most TESTS_S seconds, then the command
-    # PROBE (if set), then a reductions sweep (OPS, ARMS, DTYPES, ROWS,
+    # PROBE (if set, for at most PROBE_S seconds), then a reductions sweep (OPS, ARMS, DTYPES, ROWS,
     # ROW_COUNTS, TOTAL, PASSES) in one process until the deadline.
     start=$(date +%s)
     if [ -n "${TESTS:-}" ]; then
@@ -181,7 +181,7 @@ focus)
         tail -n 1 "$OUT/tests.log"
     fi
     if [ -n "${PROBE:-}" ]; then
-        timeout 120 python3 tools/fork.py run -- $PROBE >"$OUT/probe.log" 2>&1
+        timeout "${PROBE_S:-120}" python3 tools/fork.py run -- $PROBE >"$OUT/probe.log" 2>&1
         tail -n 12 "$OUT/probe.log"
     fi
     left=$((deadline - $(date +%s) + start))
