@@ -93,15 +93,18 @@ class TestDecision(TestCase):
         self.assertEqual(self.decide(row=32769, row_inputs=2).loop_block, 4096)
 
     def test_rows_of_four_byte_elements_at_copy_speed_keep_upstreams_loop(self):
-        for row, element_bytes in ((4096, 4), (16384, 8)):
+        for row, element_bytes in ((4096, 4), (16384, 8), (32768, 4)):
             kept = self.decide(row=row, element_bytes=element_bytes)
             self.assertEqual(kept.reason, Reason.ONE_PASS_ROW_AT_COPY_SPEED)
             self.assertFalse(kept.fused)
             self.assertIsNone(kept.loop_block)
             self.assertFalse(opr.uses_fast_exp(kept, element_bytes, True))
-        # Counterfactuals: a longer row, two-byte elements, a kernel that
-        # gathers per element (which upstream's loop repeats every pass).
-        self.assertEqual(self.decide(row=32768, element_bytes=4).num_warps, 32)
+        # Counterfactuals: two-byte elements, a kernel that gathers per
+        # element (which upstream's loop repeats every pass).
+        self.assertEqual(self.decide(row=32768, element_bytes=2).num_warps, 32)
+        self.assertEqual(
+            self.decide(row=32768, element_bytes=4, gathers=True).num_warps, 32
+        )
         self.assertTrue(self.decide(row=4096, element_bytes=2).fused)
         self.assertTrue(self.decide(row=2048, element_bytes=4, gathers=True).fused)
         # A row too long for the block is decided as before.

@@ -112,11 +112,14 @@ UPSTREAM_LOOP_WARPS = 16
 # softmax's arithmetic hides behind the loads, so it runs at a copy's speed
 # already (float32 softmax, norms and cross-entropy at rows of 2048-16384,
 # benchmarks/results/one_pass/reductions_h100_final_sweep.md), and a row on chip was
-# 1-3% slower.  Not where the kernel also gathers from another buffer per
+# 1-3% slower; at 4096 x 32768 on torch 2.15.0 on chip was 1-3% slower in all
+# five ops, forward and forward+backward (long_rows_2.15.0_h100.md), so a
+# float32 row goes on chip nowhere: 32768 elements is the most a block holds.
+# Not where the kernel also gathers from another buffer per
 # element (T5's attention softmax looks up its position bias): upstream's
 # loop repeats the gathers in every pass, and on chip that kernel was 1.6x
 # faster at rows of 2048 (reductions_models_h100_t5_seq2048.md).
-WIDE_ELEMENT_ROW_LIMIT = 16384
+WIDE_ELEMENT_ROW_LIMIT = 32768
 
 
 def enabled() -> bool:
