@@ -26,8 +26,8 @@ per thread than that spill to local memory, which is slower than the passes
 saved) and there are at least as many rows as the GPU has multiprocessors
 (one block per row would otherwise leave SMs idle, where upstream's split
 reductions use them).  A row too long for that, in a kernel of several
-passes over memory (``one_pass_reduction_rows.memory_passes``: phases that read the row) and
-enough rows, is walked by one block in wide steps (32 warps,
+passes over memory (``one_pass_reduction_rows.memory_passes``: phases that
+read the row) and enough rows, is walked by one block in wide steps (32 warps,
 :func:`loop_block_for_row`; 16 warps and 4096 elements where it holds two
 or more row-long inputs): still a read per phase, but with few rows in
 flight per SM the re-reads come from L2.  Rows of 4-byte elements up to
@@ -363,19 +363,22 @@ def decide(
     count (``None`` when not static); ``row_inputs``: how many row-long
     inputs the block holds at once (a norm's backward holds the gradient,
     the input and the weight); ``online``: it has an online softmax
-    reduction (``one_pass_reduction_rows.has_online_softmax``), worth holding on chip even in
-    one pass; ``memory_passes``: how many of the phases read the row from
-    memory (``one_pass_reduction_rows.memory_passes``; ``phases`` when not given).  A kernel
-    that reads its row once is held on chip only in a block of fewer than
+    reduction (``one_pass_reduction_rows.has_online_softmax``), worth
+    holding on chip even in one pass; ``memory_passes``: how many of the
+    phases read the row from memory (``one_pass_reduction_rows.
+    memory_passes``; ``phases`` when not given).  A kernel that reads its
+    row once is held on chip only in a block of fewer than
     :data:`MAX_WARPS` warps (else ``one_pass_row_read_once``), and is never
     looped in wide steps.
     ``element_bytes``: the smallest element size of the row-long inputs; a
     row of at most :data:`WIDE_ELEMENT_ROW_LIMIT` elements of 4 bytes or
     more keeps upstream's loop (``one_pass_row_at_copy_speed``), unless the
-    kernel ``gathers`` from another buffer (``one_pass_reduction_rows.gathers``).
-    ``rsplit``: the blocks each row is split over (``one_pass_reduction_split_rows.row_split``; 1
-    where rows are not split), for every kernel with rows of static length
-    and count, one phase included: lowering left its row whole for it.
+    kernel ``gathers`` from another buffer
+    (``one_pass_reduction_rows.gathers``).
+    ``rsplit``: the blocks each row is split over
+    (``one_pass_reduction_split_rows.row_split``; 1 where rows are not
+    split), for every kernel with rows of static length and count, one
+    phase included: lowering left its row whole for it.
 
     A row whose inputs do not fit in registers is missed with
     ``one_pass_row_too_long``; where there are rows enough to fill the GPU
