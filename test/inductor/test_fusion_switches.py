@@ -54,6 +54,30 @@ def python(code, **env):
     )
 
 
+def python_each(code, envs):
+    """``code`` run once per environment of ``envs``, the processes side by
+    side (each imports torch: one after another they took a minute); their
+    results in order, as :func:`python` gives them."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=clean_env(**env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tempfile.gettempdir(),
+        )
+        for env in envs
+    ]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate()
+        results.append(
+            subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        )
+    return results
+
+
 class TestParser(TestCase):
     def test_every_bool_switch_is_a_config_option_or_the_fork_switch(self):
         self.assertEqual(
@@ -198,14 +222,18 @@ class TestConfigImport(TestCase):
             self.assertTrue(config.fusion_only)
 
     def test_bad_value_stops_the_config_import_in_one_line(self):
-        for name, value, kind in [
+        cases = [
             *((name, "maybe", "a boolean") for name in BOOLS),
             ("FUSION_FORK_DISABLE", "maybe", "a boolean"),
             ("TORCHINDUCTOR_LAUNCH_BOUND_COMBO_MAX_BYTES", "4MB", "an integer >= 0"),
             (fusion_switches.COST_MODEL_SWITCH, "fast", "a cost model"),
-        ]:
+        ]
+        results = python_each(
+            "import torch._inductor.config",
+            [{name: value} for name, value, _ in cases],
+        )
+        for (name, value, kind), result in zip(cases, results):
             with self.subTest(name=name):
-                result = python("import torch._inductor.config", **{name: value})
                 # status 1 and one line on stderr, the traceback left out
                 self.assertEqual(result.returncode, 1)
                 (line,) = result.stderr.splitlines()
