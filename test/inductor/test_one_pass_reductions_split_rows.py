@@ -21,7 +21,6 @@ import unittest
 import sympy
 
 import torch
-import torch.nn.functional as F
 from torch._inductor import config, fusion_report, one_pass_reductions as opr
 from torch._inductor.fusion_remarks.taxonomy import Reason
 from torch._inductor.one_pass_reduction_split_rows import (
@@ -33,6 +32,8 @@ from torch._inductor.runtime.hints import TRITON_MAX_RSPLIT
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
 from torch.testing._internal.common_cuda import TEST_CUDA
+
+from test_one_pass_reductions_aligned import ops as row_ops
 
 
 H100_SMS = 132
@@ -169,15 +170,9 @@ class TestSplitsRowsHook(TestCase):
 
 
 def ops(target: torch.Tensor, weight: torch.Tensor) -> dict:
-    n = weight.numel()
-    return {
-        "softmax": lambda t: torch.softmax(t, -1),
-        "log_softmax": lambda t: torch.log_softmax(t, -1),
-        "layer_norm": lambda t: F.layer_norm(t, (n,), weight, weight * 0.5),
-        "rms_norm": lambda t: F.rms_norm(t, (n,), weight),
-        "cross_entropy": lambda t: F.cross_entropy(t.float(), target),
-        "sum": lambda t: t.float().sum(-1),
-    }
+    """The aligned steps' five row ops, and a plain sum (one phase: split
+    too, as lowering left its row whole)."""
+    return {**row_ops(target, weight), "sum": lambda t: t.float().sum(-1)}
 
 
 def kernels(code: str) -> int:

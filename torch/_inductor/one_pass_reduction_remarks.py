@@ -4,7 +4,8 @@ Why apart: the pass decides, this module says what it decided, in the
 remark data model (``fusion_remarks.model``): ``fused`` with
 ``one_pass_row_on_chip`` or ``one_pass_row_split``, or ``missed`` with the
 reason the row stays in several passes, with the decision's numbers as
-``args`` and a sentence as ``detail``.  Nothing here runs while no recorder listens.
+``args`` and a sentence as ``detail``.  Nothing here runs while no recorder
+listens.
 """
 
 from __future__ import annotations
