@@ -17,6 +17,10 @@ STAMP := $(VENV)/.requirements-installed
 EXPORT_DIR ?= build/export/$(TORCH)
 # The releases `make test` runs the suite on, each in its own virtualenv.
 TEST_RELEASES ?= $(SUPPORTED_RELEASES)
+# pytest processes per release (pytest-xdist): two, for CI's 2-core machine;
+# a larger machine names more (TEST_WORKERS=8), and TEST_WORKERS=0 runs the
+# suite in pytest's own process alone.
+TEST_WORKERS ?= 2
 
 .PHONY: develop build check lint test test-release report export clean system-deps
 
@@ -27,7 +31,11 @@ develop: $(STAMP)
 	@$(PY) tools/fork.py activate >/dev/null
 
 # A machine-wide pip constraints file (one that caps torch, say) does not
-# apply: PIP_CONSTRAINT names the project's own, which adds nothing.
+# apply: PIP_CONSTRAINT names the project's own, which adds nothing.  pip keeps
+# no cache of what it downloads (--no-cache-dir): a release's wheels are about
+# 2.8 GB beside the 5.8 GB virtualenv they fill, and `make test` installs two
+# releases on a disk that CI shares (one CI run ended with "No space left on
+# device" installing the second).
 # The packages of this repository that live outside torch/ (the viewer, the FX
 # fusion backend), installed editable so the checkout is what runs.
 PACKAGES := packages/fusion_viewer packages/fx_fusion
@@ -36,9 +44,9 @@ $(STAMP): $(REQUIREMENTS) requirements/common.txt requirements/constraints.txt $
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.10+ or pass PYTHON=..."; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	PIP_CONSTRAINT=$(CURDIR)/requirements/constraints.txt \
-	  $(PY) -m pip install --quiet --disable-pip-version-check -r $(REQUIREMENTS)
+	  $(PY) -m pip install --quiet --disable-pip-version-check --no-cache-dir -r $(REQUIREMENTS)
 	PIP_CONSTRAINT=$(CURDIR)/requirements/constraints.txt \
-	  $(PY) -m pip install --quiet --disable-pip-version-check --no-deps $(PACKAGES:%=-e %)
+	  $(PY) -m pip install --quiet --disable-pip-version-check --no-cache-dir --no-deps $(PACKAGES:%=-e %)
 	@touch $@
 
 build: $(STAMP)
@@ -68,7 +76,7 @@ test-release: develop
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) tools/fork.py check
-	$(PY) -m pytest -v --durations=40 tools/test test $(PACKAGES:%=%/test)
+	$(PY) -m pytest -v --durations=40 -n $(TEST_WORKERS) tools/test test $(PACKAGES:%=%/test)
 
 # The main job: the fusion study of the default model set at CI shapes, on
 # CUDA when a GPU is present, else on the CPU; the study writes reports/

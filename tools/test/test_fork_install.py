@@ -77,6 +77,7 @@ class TestInstallIntoYourOwnVirtualenv(unittest.TestCase):
                     str(env / "bin" / "python"),
                     "install",
                     "--quiet",
+                    "--no-cache-dir",
                     "--no-deps",
                     f"torch=={self.release}",
                 ],
