@@ -34,8 +34,8 @@ develop: $(STAMP)
 # apply: PIP_CONSTRAINT names the project's own, which adds nothing.  pip keeps
 # no cache of what it downloads (--no-cache-dir): a release's wheels are about
 # 2.8 GB beside the 5.8 GB virtualenv they fill, and `make test` installs two
-# releases on a disk that CI shares (one CI run ended with "No space left on
-# device" installing the second).
+# releases on one disk (one CI run ended with "No space left on device" while
+# it installed the second).
 # The packages of this repository that live outside torch/ (the viewer, the FX
 # fusion backend), installed editable so the checkout is what runs.
 PACKAGES := packages/fusion_viewer packages/fx_fusion
