@@ -17,7 +17,8 @@ forward and forward+backward, and times each arm:
   multiprocessors split over several blocks each in one kernel,
   ``one_pass_reductions_split_rows``);
   ``default_vector_accumulators`` (2.15.0's default without its
-  ``triton.scalar_accumulators``); ``cooperative`` (upstream's cooperative
+  ``triton.scalar_accumulators``); ``one_pass_vector_accumulators`` (the
+  pass, likewise without them); ``cooperative`` (upstream's cooperative
   reductions forced, ``triton.force_cooperative_reductions``: several
   blocks a row, combined through a workspace, the form split rows take with
   upstream's configurations; with more rows than blocks resident at once the
@@ -81,6 +82,7 @@ ARMS = (
     "one_pass_unaligned",
     "one_pass_split",
     "default_vector_accumulators",
+    "one_pass_vector_accumulators",
     "cooperative",
 )
 OPS = ("softmax", "log_softmax", "cross_entropy", "layer_norm", "rms_norm")
@@ -106,6 +108,11 @@ ARM_CONFIG: dict[str, dict[str, Any]] = {
     },
     # 2.15.0's default without its scalar accumulators (2.15.0 only)
     "default_vector_accumulators": {"triton.scalar_accumulators": False},
+    # the pass's loops with per-element accumulators again (2.15.0 only)
+    "one_pass_vector_accumulators": {
+        "one_pass_reductions": True,
+        "triton.scalar_accumulators": False,
+    },
     # upstream's cooperative reductions, forced (split rows' form)
     "cooperative": {"triton.force_cooperative_reductions": True},
 }
@@ -429,10 +436,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--arms",
         type=lambda s: s.split(","),
-        # default_vector_accumulators only where asked (2.14.1 has no option),
-        # cooperative too (it may hang where its blocks cannot all be resident)
+        # the *_vector_accumulators arms only where asked (2.14.1 has no
+        # option), cooperative too (it may hang where its blocks cannot all be
+        # resident)
         default=[
-            a for a in ARMS if a not in ("default_vector_accumulators", "cooperative")
+            a
+            for a in ARMS
+            if not a.endswith("_vector_accumulators") and a != "cooperative"
         ],
     )
     p.add_argument(
