@@ -7,7 +7,9 @@ that start off a 16-byte boundary are walked in aligned steps (the rule
 fires: ``tl.multiple_of`` on the row's index, the unaligned head and tail
 under the row's bounds, and the ``aligned_vector`` remark), and not where
 the row is a multiple of the vector or the option is off (the counterfactual);
-the results equal upstream's kernel and eager over ragged widths, row
+with 2.15.0's scalar accumulators those steps keep an accumulator per element
+(``element_accumulators``), and upstream's scalar loop comes back with the
+aligned steps off; the results equal upstream's kernel and eager over ragged widths, row
 strides, offsets into a larger buffer, every dtype, forward and backward.
 Speed is measured by benchmarks/fusion/reductions.py, not here.
 """
@@ -77,6 +79,26 @@ class TestOnlineLoop(TestCase):
             self.assertEqual((got.aligned_vector, got.loop_warps), (8, 16))
             self.assertEqual(got.loop_block, 4096)
             self.assertFalse(got.upstream_scalar_loop)
+            # per-element accumulators only where the release would fold
+            # each step to per-row scalars
+            self.assertEqual(got.element_accumulators, scalar)
+
+    def test_a_row_read_once_keeps_the_releases_scalars(self):
+        # cross-entropy's logsumexp: one phase, aligned steps, no
+        # element accumulators
+        once = dataclasses.replace(self.looped(50257), phases=1)
+        got = online_loop(once, [2], aligned=True, scalar_accumulators=True)
+        self.assertEqual(got.aligned_vector, 8)
+        self.assertFalse(got.element_accumulators)
+
+    def test_no_element_accumulators_without_aligned_steps(self):
+        # The rule's counterfactual: aligned steps off, the release's
+        # scalar loop (upstream's), not the pass's accumulators.
+        got = online_loop(
+            self.looped(50257), [2], aligned=False, scalar_accumulators=True
+        )
+        self.assertFalse(got.element_accumulators)
+        self.assertTrue(got.upstream_scalar_loop)
 
     def test_rows_on_a_boundary_keep_upstreams_loop_with_scalar_accumulators(self):
         for row, aligned in ((131072, True), (50257, False)):
@@ -207,6 +229,54 @@ class TestAlignedLoadsCuda(TestCase):
                     all("upstream_scalar_loop" not in r["args"] for r in remarks)
                 )
                 self.assertIn("triton_heuristics.fixed_config", code)
+
+    @unittest.skipUnless(
+        hasattr(config.triton, "scalar_accumulators"),
+        "torch before 2.15.0 has no scalar accumulators",
+    )
+    def test_aligned_steps_keep_an_accumulator_per_element(self):
+        # 2.15.0's scalar accumulators on: the aligned loop of an online
+        # softmax that reads its row again keeps upstream's per-element
+        # combine, not its per-row scalars, and its remark says so.
+        x = torch.randn(self.ROWS, 50257, device="cuda", dtype=torch.bfloat16) * 4
+        cases = {
+            "softmax": lambda t: torch.softmax(t, -1),
+            "log_softmax": lambda t: torch.log_softmax(t, -1),
+        }
+        scalar = {"triton.scalar_accumulators": True}
+        for name, fn in cases.items():
+            with self.subTest(op=name):
+                out, code, remarks = self.compile(fn, x, **scalar)
+                self.assertEqual(out, fn(x), atol=2e-2, rtol=2e-2)
+                self.assertIn("r0_lead", code)
+                self.assertIn("triton_helpers.online_softmax_combine(", code)
+                self.assertNotIn("online_softmax_reduce_scalar_combine(", code)
+                kept = [r for r in remarks if r["args"].get("element_accumulators")]
+                self.assertEqual(len(kept), 1)
+                self.assertEqual(kept[0]["args"]["aligned_vector"], 8)
+                self.assertIn("an accumulator per element", kept[0]["detail"])
+                # Counterfactual: aligned steps off, upstream's scalar loop.
+                out, code, remarks = self.compile(
+                    fn, x, one_pass_reductions_aligned_loads=False, **scalar
+                )
+                self.assertEqual(out, fn(x), atol=2e-2, rtol=2e-2)
+                self.assertNotIn("r0_lead", code)
+                self.assertIn("online_softmax_reduce_scalar_combine(", code)
+                self.assertTrue(
+                    all("element_accumulators" not in r["args"] for r in remarks)
+                )
+        # Cross-entropy's logsumexp reads its row once: aligned steps, the
+        # release's scalars.
+        target = torch.randint(0, 50257, (self.ROWS,), device="cuda")
+
+        def cross_entropy(t):
+            return F.cross_entropy(t, target)
+
+        out, code, remarks = self.compile(cross_entropy, x, **scalar)
+        self.assertEqual(out, cross_entropy(x), atol=2e-2, rtol=2e-2)
+        self.assertIn("r0_lead", code)
+        self.assertIn("online_softmax_reduce_scalar_combine(", code)
+        self.assertTrue(all("element_accumulators" not in r["args"] for r in remarks))
 
     def rows(self, width: int, layout: str, dtype: torch.dtype) -> torch.Tensor:
         """Rows of ``width`` in ``layout``: contiguous; one row in, rows 3

@@ -26,9 +26,10 @@ branches.  A load of another buffer (a norm's weight, indexed by the
 position in the row alone) whose start is not provably congruent to the
 row's keeps upstream's index and mask.
 
-The two hooks, :func:`index_str` (``TritonKernel.indexing``) and
-:func:`applies` / :func:`write_loop` (``TritonKernel.codegen_body``), do
-nothing for a kernel the pass did not give ``aligned_vector``.
+The hooks, :func:`index_str` (``TritonKernel.indexing``),
+:func:`applies` / :func:`write_loop` (``TritonKernel.codegen_body``) and
+:func:`keeps_element_accumulators` (``TritonKernel.use_scalar_accumulators``,
+2.15.0), do nothing for a kernel the pass did not give ``aligned_vector``.
 """
 
 from __future__ import annotations
@@ -92,7 +93,10 @@ def online_loop(
     """``decision`` (a looped online softmax the pass configured: a softmax,
     a log-softmax, cross-entropy's logsumexp) with its loop: aligned steps
     where its rows start off a 16-byte boundary and ``aligned``
-    (``config.one_pass_reductions_aligned_loads``); upstream's own loop
+    (``config.one_pass_reductions_aligned_loads``), with an accumulator per
+    element of a step (``element_accumulators``) where the release would
+    fold each step to per-row scalars and the kernel reads its row again;
+    upstream's own loop
     (``upstream_scalar_loop``, nothing fixed) where they start on one and
     the release folds each step to per-row scalars (``scalar_accumulators``:
     2.15.0's ``triton.scalar_accumulators``); else the pass's loop as
@@ -107,7 +111,16 @@ def online_loop(
     aligns its steps, the pass was ahead (softmax 300 against 431,
     cross-entropy 125 against 203): benchmarks/results/one_pass/
     sweep_2.15.0_h100.md.  A norm keeps the pass's loop, unaligned: a layer
-    norm was slower with aligned steps (reductions_h100_aligned_steps.md)."""
+    norm was slower with aligned steps (reductions_h100_aligned_steps.md).
+
+    Why element accumulators in the aligned steps: at rows of 50257 the
+    aligned loop with 2.15.0's per-row scalars (a reduction across the block
+    at every step) took 300 us for a bfloat16 softmax at 2670 x 50257, with
+    an accumulator per element 270-272 (log-softmax 296 against 262-266;
+    forward+backward 782 against 755 and 671 against 642).  Cross-entropy's
+    logsumexp, which reads its row once, gained nothing (forward 125 against
+    124, forward+backward 447 against 462) and keeps the scalars (H100,
+    CUDA-graph replays: benchmarks/results/one_pass/vocabulary_2.15.0_h100.md)."""
     if decision.loop_block is None or not decision.online:
         return decision
     vector = vector_for_row(decision.row, itemsizes) if aligned else 0
@@ -118,6 +131,10 @@ def online_loop(
             loop_warps=warps_for_vector(
                 decision.loop_block, decision.loop_warps, vector
             ),
+            # a kernel that reads its row again (softmax, log-softmax), not
+            # cross-entropy's logsumexp, which reads it once
+            element_accumulators=scalar_accumulators
+            and (decision.memory_passes or decision.phases) > 1,
         )
     if scalar_accumulators:
         return dataclasses.replace(
@@ -137,6 +154,18 @@ def vector_of(kernel: Any) -> int:
     if not config.one_pass_reductions:
         return 0
     return int(getattr(getattr(kernel, "fixed_config", None), "aligned_vector", 0))
+
+
+def keeps_element_accumulators(kernel: Any) -> bool:
+    """``TritonKernel.use_scalar_accumulators``' hook: whether the pass gave
+    ``kernel``'s aligned loop an accumulator per element of a step, so that
+    the release's per-row scalars (``triton.scalar_accumulators``) stay out
+    of it (:func:`online_loop`)."""
+    if not config.one_pass_reductions:
+        return False
+    return bool(
+        getattr(getattr(kernel, "fixed_config", None), "element_accumulators", False)
+    )
 
 
 def _row_tree(kernel: Any) -> Any | None:

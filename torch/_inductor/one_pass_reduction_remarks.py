@@ -145,6 +145,13 @@ def record(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
             "start off a 16-byte boundary): the row's head and tail masked, the "
             "loads and stores inside it in vectors"
         )
+    if decision.element_accumulators:
+        args["element_accumulators"] = True
+        detail += (
+            "; an accumulator per element of a step, not "
+            "triton.scalar_accumulators' per-row scalars (faster with aligned "
+            "steps)"
+        )
     fusion_hooks.record_pass_remark(
         Remark(
             Kind.FUSED if decision.fused else Kind.MISSED,

@@ -269,6 +269,7 @@ def _config_class() -> type:
         fast_exp: bool = False
         lean_combine: bool = False
         aligned_vector: int = 0
+        element_accumulators: bool = False
 
     return OnePassTritonConfig
 
@@ -331,6 +332,7 @@ class Decision:
     upstream_loop: bool = False
     lean_combine: bool = False
     aligned_vector: int = 0
+    element_accumulators: bool = False
     upstream_scalar_loop: bool = False
     rsplit: int = 1
 
@@ -724,6 +726,7 @@ def _kernel_kwargs(
                 fast_exp=decision.fast_exp,
                 lean_combine=decision.lean_combine,
                 aligned_vector=decision.aligned_vector,
+                element_accumulators=decision.element_accumulators,
             ),
         }
     if not decision.fused:
