@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch._inductor import config, fusion_report
 from torch._inductor.one_pass_reduction_aligned_loops import (
+    keeps_element_accumulators,
     online_loop,
     vector_for_row,
     warps_for_vector,
@@ -125,6 +126,63 @@ class TestOnlineLoop(TestCase):
             online_loop(upstream, [2], aligned=True, scalar_accumulators=True),
             upstream,
         )
+
+
+class _Reached(Exception):
+    """Raised by a fake kernel's attribute that the hook should or should
+    not let ``use_scalar_accumulators`` reach."""
+
+
+class _FakeKernel:
+    """What ``TritonKernel.use_scalar_accumulators`` reads up to the hook,
+    and an attribute it reads after it (``is_combo_kernel``) that raises."""
+
+    features = None
+
+    def __init__(self, fixed_config: object) -> None:
+        self.fixed_config = fixed_config
+
+    @property
+    def is_combo_kernel(self) -> bool:
+        raise _Reached
+
+
+@unittest.skipUnless(
+    hasattr(config.triton, "scalar_accumulators"),
+    "torch before 2.15.0 has no scalar accumulators",
+)
+class TestElementAccumulatorsHook(TestCase):
+    """The hook in ``TritonKernel.use_scalar_accumulators`` (CPU: the
+    property itself, on a stand-in kernel)."""
+
+    def use_scalar_accumulators(self, element_accumulators: bool) -> bool:
+        from torch._inductor.codegen.triton import TritonKernel
+        from torch._inductor.one_pass_reductions import _config_class
+
+        fixed = _config_class()(
+            {"XBLOCK": 1, "R0_BLOCK": 4096, "num_warps": 16, "num_stages": 1},
+            aligned_vector=8,
+            element_accumulators=element_accumulators,
+        )
+        prop = TritonKernel.__dict__["use_scalar_accumulators"]
+        return prop.func(_FakeKernel(fixed))
+
+    def test_a_kernel_with_element_accumulators_keeps_them(self):
+        with config.patch(
+            {"one_pass_reductions": True, "triton.scalar_accumulators": True}
+        ):
+            self.assertFalse(keeps_element_accumulators(_FakeKernel(None)))
+            self.assertFalse(self.use_scalar_accumulators(True))
+            # Counterfactual: no element accumulators, upstream's checks go
+            # on past the hook.
+            with self.assertRaises(_Reached):
+                self.use_scalar_accumulators(False)
+        # the pass off: the hook gives way whatever the kernel carries
+        with config.patch(
+            {"one_pass_reductions": False, "triton.scalar_accumulators": True}
+        ):
+            with self.assertRaises(_Reached):
+                self.use_scalar_accumulators(True)
 
 
 def ops(target: torch.Tensor, weight: torch.Tensor) -> dict:
