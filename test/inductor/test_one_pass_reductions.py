@@ -558,10 +558,15 @@ class TestCuda(TestCase):
                     self.assertEqual(one_read[0]["reason"], "one_pass_row_read_once")
                     self.assertEqual(one_read[0]["kind"], "missed")
                     self.assertEqual(one_read[0]["args"]["num_warps_on_chip"], 32)
+                # Its forward's online logsumexp goes on chip, but at 32 warps
+                # where the release folds its loop to per-row scalars
+                # (test_an_online_softmax_in_a_full_block_keeps_the_scalar_loop).
+                scalar = getattr(config.triton, "scalar_accumulators", False)
+                forward = "one_pass_row_on_chip"
+                if scalar and not on_chip:
+                    forward = "one_pass_scalar_loop_faster"
                 online = [r for r in remarks if r["args"].get("online_softmax")]
-                self.assertEqual(
-                    [r["reason"] for r in online], ["one_pass_row_on_chip"]
-                )
+                self.assertEqual([r["reason"] for r in online], [forward])
 
     def test_row_inputs_make_a_norm_backward_too_long(self):
         """A layer norm backward at a row of 16384 holds the gradient, the
@@ -593,6 +598,54 @@ class TestCuda(TestCase):
             one_pass_reductions_elements_per_thread=64,
         )
         self.assertNotIn("one_pass_row_too_long", [r["reason"] for r in remarks])
+
+    @unittest.skipUnless(
+        hasattr(config.triton, "scalar_accumulators"),
+        "torch before 2.15.0 has no scalar accumulators",
+    )
+    def test_an_online_softmax_in_a_full_block_keeps_the_scalar_loop(self):
+        """With 2.15.0's scalar accumulators, an online softmax whose row on
+        chip takes a block of 32 warps keeps upstream's loop, unfixed
+        (``one_pass_scalar_loop_faster``); without them it goes on chip."""
+        x = torch.randn(264, 32768, device="cuda", dtype=torch.bfloat16) * 4
+        target = torch.randint(0, 32768, (264,), device="cuda")
+        cases = {
+            "log_softmax": lambda t: torch.log_softmax(t, -1),
+            "cross_entropy": lambda t: F.cross_entropy(t, target),
+        }
+        for name, fn in cases.items():
+            with self.subTest(op=name):
+                scalar = {"triton.scalar_accumulators": True}
+                out, code, remarks = self.compile(
+                    fn, x, one_pass_reductions=True, **scalar
+                )
+                self.assertEqual(out, fn(x), atol=2e-2, rtol=2e-2)
+                kept = [
+                    r for r in remarks if r["reason"] == "one_pass_scalar_loop_faster"
+                ]
+                self.assertEqual(len(kept), 1, remarks)
+                self.assertEqual(kept[0]["kind"], "missed")
+                self.assertEqual(kept[0]["args"]["num_warps_on_chip"], 32)
+                self.assertTrue(kept[0]["args"]["upstream_scalar_loop"])
+                self.assertNotIn("triton_heuristics.fixed_config", code)
+                _, ref_code, _ = self.compile(
+                    fn, x, one_pass_reductions=False, **scalar
+                )
+                # upstream's code but for comments (kernel paths)
+                self.assertEqual(re.sub(r"#.*", "", code), re.sub(r"#.*", "", ref_code))
+                # Counterfactual: no scalar accumulators, on chip.
+                out, code, remarks = self.compile(
+                    fn,
+                    x,
+                    one_pass_reductions=True,
+                    **{"triton.scalar_accumulators": False},
+                )
+                self.assertEqual(out, fn(x), atol=2e-2, rtol=2e-2)
+                self.assertIn("one_pass_row_on_chip", [r["reason"] for r in remarks])
+                self.assertNotIn(
+                    "one_pass_scalar_loop_faster", [r["reason"] for r in remarks]
+                )
+                self.assertIn("triton_heuristics.fixed_config", code)
 
     def test_cross_entropy_online_logsumexp_goes_on_chip(self):
         """Cross-entropy's forward is one online-softmax pass (max and sum

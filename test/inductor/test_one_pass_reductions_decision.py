@@ -125,6 +125,36 @@ class TestDecision(TestCase):
         self.assertEqual(self.decide(row=32000, memory_passes=2).num_warps, 32)
         self.assertTrue(self.decide(row=32000, memory_passes=1, online=True).fused)
 
+    def test_an_online_softmax_in_a_full_block_keeps_the_releases_scalar_loop(
+        self,
+    ):
+        # 2.15.0's scalar accumulators: an online softmax whose row takes a
+        # block of 32 warps keeps upstream's loop.
+        for row, memory_passes in ((32768, None), (32000, 1), (16385, None)):
+            kept = self.decide(
+                row=row,
+                rows=4096,
+                online=True,
+                memory_passes=memory_passes,
+                scalar_accumulators=True,
+            )
+            self.assertEqual(kept.reason, Reason.ONE_PASS_SCALAR_LOOP_FASTER)
+            self.assertEqual(
+                (kept.fused, kept.loop_block, kept.limit), (False, None, 32)
+            )
+            self.assertTrue(kept.upstream_scalar_loop)
+        # Counterfactuals: no scalar accumulators; fewer warps; no online
+        # softmax (a norm): on chip.
+        for overrides in (
+            {"row": 32768, "online": True},
+            {"row": 16384, "online": True, "scalar_accumulators": True},
+            {"row": 32768, "scalar_accumulators": True},
+        ):
+            with self.subTest(**{k: str(v) for k, v in overrides.items()}):
+                decision = self.decide(rows=4096, **overrides)
+                self.assertEqual(decision.reason, Reason.ONE_PASS_ROW_ON_CHIP)
+                self.assertTrue(decision.fused)
+
     def test_the_approximate_exp_only_where_16_bit_rows_are_taken(self):
         on_chip, looped = self.decide(), self.decide(row=65536)
         self.assertTrue(opr.uses_fast_exp(on_chip, 2, True))
@@ -278,6 +308,10 @@ class TestDecision(TestCase):
             ({"phases": 1, "online": True}, Reason.ONE_PASS_ROW_ON_CHIP),
             ({"element_bytes": 4}, Reason.ONE_PASS_ROW_AT_COPY_SPEED),
             ({"row": 32000, "memory_passes": 1}, Reason.ONE_PASS_ROW_READ_ONCE),
+            (
+                {"row": 32768, "online": True, "scalar_accumulators": True},
+                Reason.ONE_PASS_SCALAR_LOOP_FASTER,
+            ),
         ]
         for overrides, reason in cases:
             with self.subTest(**{k: str(v) for k, v in overrides.items()}):

@@ -125,6 +125,15 @@ def record(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
             f"memory once; on chip it would take a block of {decision.limit} "
             f"warps alone on its multiprocessor: {passes} kept in upstream's loop"
         )
+    elif decision.reason == Reason.ONE_PASS_SCALAR_LOOP_FASTER:
+        args["num_warps_on_chip"] = decision.limit
+        args["upstream_scalar_loop"] = True
+        detail = (
+            f"on chip the row of {decision.row} elements would take a block of "
+            f"{decision.limit} warps alone on its multiprocessor; upstream's "
+            "loop, which folds each step to per-row scalars "
+            f"(triton.scalar_accumulators), is faster: {passes} kept"
+        )
     elif decision.reason == Reason.ONE_PASS_DYNAMIC_ROW:
         detail = f"the row length is not static: {passes} kept"
     else:

@@ -355,6 +355,7 @@ def decide(
     element_bytes: int = 2,
     gathers: bool = False,
     rsplit: int = 1,
+    scalar_accumulators: bool = False,
 ) -> Decision | None:
     """The pure decision for a reduction kernel; ``None`` when the kernel
     makes one pass and there is nothing to decide.  Every kernel it keeps
@@ -371,7 +372,9 @@ def decide(
     memory_passes``; ``phases`` when not given).  A kernel that reads its
     row once is held on chip only in a block of fewer than
     :data:`MAX_WARPS` warps (else ``one_pass_row_read_once``), and is never
-    looped in wide steps.
+    looped in wide steps.  So is an online softmax where the release's loop
+    folds each step to per-row scalars (``scalar_accumulators``: 2.15.0's
+    ``triton.scalar_accumulators``; else ``one_pass_scalar_loop_faster``).
     ``element_bytes``: the smallest element size of the row-long inputs; a
     row of at most :data:`WIDE_ELEMENT_ROW_LIMIT` elements of 4 bytes or
     more keeps upstream's loop (``one_pass_row_at_copy_speed``), unless the
@@ -477,6 +480,20 @@ def decide(
             limit=num_warps,
             row_inputs=row_inputs,
             memory_passes=memory_passes,
+        )
+    if online and scalar_accumulators and num_warps >= MAX_WARPS:
+        # H100, 2.15.0, 4096 x 32768 bf16: log-softmax 196 -> 181 us,
+        # cross-entropy 108 -> 101, softmax 196 -> 192-197
+        # (benchmarks/results/one_pass/vocabulary_2.15.0_h100.md)
+        return Decision(
+            Reason.ONE_PASS_SCALAR_LOOP_FASTER,
+            phases,
+            row,
+            rows,
+            limit=num_warps,
+            online=online,
+            memory_passes=memory_passes,
+            upstream_scalar_loop=True,
         )
     return Decision(
         Reason.ONE_PASS_ROW_ON_CHIP,
@@ -663,6 +680,7 @@ def _kernel_kwargs(
         element_bytes=element_bytes,
         gathers=row is not None and kernel_rows.gathers(nodes, numel, row),
         rsplit=rsplit,
+        scalar_accumulators=release_compat.scalar_accumulators_on(),
     )
     if decision is None:
         return kernel_kwargs

@@ -207,6 +207,7 @@ class Reason(str, enum.Enum):
     ONE_PASS_ROW_AT_COPY_SPEED = "one_pass_row_at_copy_speed"
     ONE_PASS_ROW_READ_ONCE = "one_pass_row_read_once"
     ONE_PASS_ROW_SPLIT = "one_pass_row_split"
+    ONE_PASS_SCALAR_LOOP_FASTER = "one_pass_scalar_loop_faster"
 
     @property
     def category(self) -> Category:
@@ -666,6 +667,10 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
         _H,
         "config.one_pass_reductions kept a softmax-class kernel's loop: the kernel reads its row from memory once already, and holding it on chip would take a block of 32 warps alone on its multiprocessor, which saves less than it costs",
     ),
+    R.ONE_PASS_SCALAR_LOOP_FASTER: (
+        _H,
+        "config.one_pass_reductions kept upstream's loop for an online softmax (a softmax, a log-softmax, cross-entropy's logsumexp) whose row on chip would take a block of 32 warps alone on its multiprocessor: the release folds each step of that loop to per-row scalars (triton.scalar_accumulators), which was faster than the row held on chip",
+    ),
     R.ONE_PASS_ROW_SPLIT: (
         _F,
         "config.one_pass_reductions_split_rows kept a reduction over a few long rows (fewer than half the GPU's multiprocessors) in one kernel and split each row over several thread blocks (upstream's cooperative reduction with a fixed RSPLIT): each block holds its part of the row in registers where it fits, and the partial results meet in a workspace, where lowering would have split the reduction into kernels that read the row again",
@@ -697,6 +702,8 @@ RELEASES: dict[Reason, ReleaseRange] = {
     Reason.FUSION_RAISES_PEAK_MEMORY: since("2.15.0"),
     Reason.FOREACH_CROSS_DEPENDENCY: since("2.15.0"),
     Reason.NVGEMM_BOOL_OUTPUT: since("2.15.0"),
+    # the fork's rule for a release with triton.scalar_accumulators
+    Reason.ONE_PASS_SCALAR_LOOP_FASTER: since("2.15.0"),
 }
 
 
