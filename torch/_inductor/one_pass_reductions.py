@@ -372,9 +372,11 @@ def decide(
     memory_passes``; ``phases`` when not given).  A kernel that reads its
     row once is held on chip only in a block of fewer than
     :data:`MAX_WARPS` warps (else ``one_pass_row_read_once``), and is never
-    looped in wide steps.  So is an online softmax where the release's loop
-    folds each step to per-row scalars (``scalar_accumulators``: 2.15.0's
-    ``triton.scalar_accumulators``; else ``one_pass_scalar_loop_faster``).
+    looped in wide steps.  Where the release's loop folds each step to
+    per-row scalars (``scalar_accumulators``: 2.15.0's
+    ``triton.scalar_accumulators``), an online softmax too is held on chip
+    only in a block of fewer than :data:`MAX_WARPS` warps (else
+    ``one_pass_scalar_loop_faster``).
     ``element_bytes``: the smallest element size of the row-long inputs; a
     row of at most :data:`WIDE_ELEMENT_ROW_LIMIT` elements of 4 bytes or
     more keeps upstream's loop (``one_pass_row_at_copy_speed``), unless the
