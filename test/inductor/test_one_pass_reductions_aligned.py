@@ -2,16 +2,18 @@
 """Aligned loads in the one-pass pass's loops
 (torch/_inductor/one_pass_reduction_aligned_loops.py).
 
-On the CPU: the vector a row gets.  On CUDA (skipped without a GPU): rows
-that start off a 16-byte boundary are walked in aligned steps (the rule
-fires: ``tl.multiple_of`` on the row's index, the unaligned head and tail
-under the row's bounds, and the ``aligned_vector`` remark), and not where
-the row is a multiple of the vector or the option is off (the counterfactual);
-with 2.15.0's scalar accumulators those steps keep an accumulator per element
+On the CPU: the vector a row gets, which loop an online softmax gets, and
+the element-accumulators hook in ``TritonKernel.use_scalar_accumulators``.
+On CUDA (skipped without a GPU): rows that start off a 16-byte boundary are
+walked in aligned steps (the rule fires: ``tl.multiple_of`` on the row's
+index, the unaligned head and tail under the row's bounds, and the
+``aligned_vector`` remark), and not where the row is a multiple of the
+vector or the option is off (the counterfactual); with 2.15.0's scalar
+accumulators those steps keep an accumulator per element
 (``element_accumulators``), and upstream's scalar loop comes back with the
-aligned steps off; the results equal upstream's kernel and eager over ragged widths, row
-strides, offsets into a larger buffer, every dtype, forward and backward.
-Speed is measured by benchmarks/fusion/reductions.py, not here.
+aligned steps off; the results equal upstream's kernel and eager over ragged
+widths, row strides, offsets into a larger buffer, every dtype, forward and
+backward.  Speed is measured by benchmarks/fusion/reductions.py, not here.
 """
 
 import dataclasses
