@@ -27,13 +27,15 @@ forward and forward+backward, and times each arm:
 Per case and arm: the median time (``triton.testing.do_bench`` on a GPU,
 or ``do_bench_cudagraph`` with ``--cuda-graph``, which forward+backward steps
 need: their host time varies more than their kernels; ``perf_counter`` on
-the CPU), the least bytes the op needs (each input read
-once, each output written once; forward+backward adds the backward's reads
-and its gradient), their bandwidth as a fraction of a device copy of the
-input timed alike, the largest difference to a float32 eager reference, the
-seconds of the first call (the compile), a hash of the generated code
-(``same_code_as_default``: an arm whose code is default's differs from it
-only by noise), and for ``one_pass`` the reason code of each of its remarks.
+the CPU; with ``--rounds`` the arms interleaved round by round, each
+captured in a CUDA graph first, and the median of the rounds), the least
+bytes the op needs (each input read once, each output written once;
+forward+backward adds the backward's reads and its gradient), their
+bandwidth as a fraction of a device copy of the input timed alike, the
+largest difference to a float32 eager reference, the seconds of the first
+call (the compile), a hash of the generated code (``same_code_as_default``:
+an arm whose code is default's differs from it only by noise), and for
+``one_pass`` the reason code of each of its remarks.
 
     python benchmarks/fusion/reductions.py --device cuda --ops softmax \\
         --dtypes bfloat16 --json benchmarks/results/one_pass/reductions_h100.json --plot
@@ -221,8 +223,18 @@ def run_case(
     arms: list[str],
     cuda_graph: bool = False,
     gpu_lock: str | None = None,
+    rounds: int = 0,
 ) -> dict[str, Any]:
+    """One case, every arm.  With ``rounds`` (a GPU and ``cuda_graph``
+    only), each arm's step is captured in a CUDA graph as it compiles and the
+    arms are timed interleaved (:func:`time_interleaved`) after all of them
+    compiled, instead of one after another as each compiles."""
     import torch
+
+    if rounds and not (device == "cuda" and cuda_graph):
+        raise ValueError(
+            "interleaved rounds time CUDA graph replays: they need a GPU and cuda_graph"
+        )
     from harness import exclusive_device, median_call_s, shared_device
     from torch._inductor import fusion_report
     from torch._inductor.utils import run_and_get_code
@@ -249,6 +261,10 @@ def run_case(
         "timer": "cuda_graph" if cuda_graph else "stream",
         "arms": {},
     }
+    if rounds:
+        case["rounds"] = rounds
+    steps: dict[str, tuple[Callable[[], Any], int]] = {}
+    kept: list[Callable[[], Any]] = []
     for arm in arms:
         entry: dict[str, Any] = {}
         try:
@@ -267,10 +283,15 @@ def run_case(
                 entry["first_call_s"] = time.perf_counter() - start
                 if codes:
                     entry["code_sha"] = code_sha(codes)
-                with exclusive_device(gpu_lock):
-                    seconds = median_call_s(device, step, cuda_graph)
-            entry["s"] = seconds
-            entry["fraction_of_copy"] = (nbytes / seconds) / copy_bw
+                if rounds:
+                    # captured now: the next arm's Dynamo reset would make
+                    # this step compile again, under the config of the moment
+                    steps[arm] = timed_step(step)
+                    # the compiled step outlives the graph launching its kernels
+                    kept.append(step)
+                else:
+                    with exclusive_device(gpu_lock):
+                        entry["s"] = median_call_s(device, step, cuda_graph)
             entry["max_abs_diff"] = float((out.float() - expected.float()).abs().max())
             if arm.startswith("one_pass"):
                 entry["remarks"] = sorted(
@@ -284,11 +305,81 @@ def run_case(
         except Exception as e:  # one failing arm must not lose the sweep
             entry["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
         case["arms"][arm] = entry
+    if steps:
+        time_interleaved(case, steps, expected, device, rounds, gpu_lock)
+    for entry in case["arms"].values():
+        if "s" in entry:
+            entry["fraction_of_copy"] = (nbytes / entry["s"]) / copy_bw
     default_code = case["arms"].get("default", {}).get("code_sha")
     for entry in case["arms"].values():
         if default_code and "code_sha" in entry:
             entry["same_code_as_default"] = entry["code_sha"] == default_code
     return case
+
+
+# Steps captured in one CUDA graph for interleaved timing: a replay long
+# enough (0.2-2 ms steps) that the graph's launch is a small part of it.
+GRAPH_STEPS = 10
+
+
+def timed_step(step: Callable[[], Any]) -> tuple[Callable[[], Any], int]:
+    """What the rounds of :func:`time_interleaved` call for ``step`` and how
+    many steps one call runs: the replay of :data:`GRAPH_STEPS` steps
+    captured in one CUDA graph (``harness.capture_step``)."""
+    from harness import capture_step
+
+    replay, _, why = capture_step(lambda: [step() for _ in range(GRAPH_STEPS)][-1])
+    if replay is None:
+        raise RuntimeError(f"CUDA graph capture: {why}")
+    return replay, GRAPH_STEPS
+
+
+def time_interleaved(
+    case: dict[str, Any],
+    steps: dict[str, tuple[Callable[[], Any], int]],
+    expected: Any,
+    device: str,
+    rounds: int,
+    gpu_lock: str | None,
+) -> None:
+    """Time every compiled arm of ``case`` in ``rounds`` interleaved rounds
+    (``harness.interleaved_rounds``: each round takes every arm in turn,
+    starting one arm later than the last), for differences of a few percent
+    that arms timed one after another, minutes apart, do not show.
+
+    ``steps``: per arm, a call and the steps it runs (:func:`timed_step`),
+    made as the arm compiled, so that nothing compiles between rounds
+    (``graphs_compiled_in_rounds`` counts what did).  Per arm: ``s`` (the
+    median of the rounds), ``round_s`` and ``spread`` ((max - min) / median
+    of the rounds); the timed call's output is compared with the reference
+    again after the rounds (``max_abs_diff_after_rounds``).
+    """
+    from harness import interleaved_rounds, spread_summary, step_timer
+    from torch._dynamo.utils import counters
+
+    graphs_before = counters["stats"]["unique_graphs"]
+    measured = interleaved_rounds(
+        {arm: call for arm, (call, _) in steps.items()},
+        step_timer(device),
+        rounds=rounds,
+        per_round=3,
+        lock=gpu_lock,
+    )
+    # 0 unless an arm compiled again in the rounds (it would be timed wrong)
+    case["graphs_compiled_in_rounds"] = (
+        counters["stats"]["unique_graphs"] - graphs_before
+    )
+    for arm, round_s in measured.items():
+        call, per_call = steps[arm]
+        summary = spread_summary([s / per_call for s in round_s])
+        entry = case["arms"][arm]
+        entry["s"] = summary["median"]
+        entry["round_s"] = summary["rounds"]
+        entry["spread"] = summary["spread"]
+        out = call()
+        entry["max_abs_diff_after_rounds"] = float(
+            (out.float() - expected.float()).abs().max()
+        )
 
 
 def sweep(args: argparse.Namespace) -> dict[str, Any]:
@@ -313,6 +404,7 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
                             args.arms,
                             args.cuda_graph,
                             args.gpu_lock,
+                            args.rounds,
                         )
                         print(summary_line(case), flush=True)
                         cases.append(case)
@@ -329,7 +421,12 @@ def summary_line(case: dict[str, Any]) -> str:
     ]
     for arm, e in case["arms"].items():
         if "s" in e:
-            parts.append(f"{arm} {e['s'] * 1e6:.0f} us ({e['fraction_of_copy']:.0%})")
+            spread = (
+                f", spread {e['spread']:.1%}" if e.get("spread") is not None else ""
+            )
+            parts.append(
+                f"{arm} {e['s'] * 1e6:.0f} us ({e['fraction_of_copy']:.0%}{spread})"
+            )
         else:
             parts.append(f"{arm} error")
     return ", ".join(parts)
@@ -450,6 +547,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="time replays of a CUDA graph (do_bench_cudagraph), not stream launches",
     )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=0,
+        help="with --cuda-graph on a GPU: capture each arm of a case in a CUDA "
+        "graph as it compiles, then time the arms interleaved in this many "
+        "rounds; 0: one after another as each compiles",
+    )
     p.add_argument("--deadline-s", type=float, default=0.0)
     p.add_argument(
         "--gpu-lock",
@@ -472,6 +577,10 @@ def main(argv: list[str] | None = None) -> int:
         result = merge([json.loads(Path(f).read_text()) for f in args.merge])
         write_result(args, result)
         return 0
+    if args.rounds and not (args.device == "cuda" and args.cuda_graph):
+        p.error(
+            "--rounds times CUDA graph replays: use it with --device cuda --cuda-graph"
+        )
     bad = [a for a in args.arms if a not in ARMS] + [
         o for o in args.ops if o not in OPS
     ]

@@ -101,6 +101,42 @@ class TestSweep(TestCase):
         self.assertIn("| log_softmax | 16x256 |", table)
         self.assertIn("(default's code)", table)
 
+    def test_rounds_time_the_arms_interleaved(self):
+        # time_interleaved as run_case calls it on a GPU, here with CPU steps:
+        # one arm's call runs two steps, another compiles in the rounds
+        x = torch.randn(64, 32)
+        expected = torch.softmax(x, -1)
+        compiled_late = torch.compile(lambda t: torch.softmax(t, -1) + 0)
+        steps = {
+            "eager": (lambda: torch.softmax(x, -1), 1),
+            "twice": (lambda: [torch.softmax(x, -1) for _ in range(2)][-1], 2),
+            "compiled_late": (lambda: compiled_late(x), 1),
+        }
+        case = {"arms": {arm: {} for arm in steps}}
+        torch._dynamo.reset()
+        self.reductions.time_interleaved(case, steps, expected, "cpu", 3, None)
+        for entry in case["arms"].values():
+            self.assertEqual(len(entry["round_s"]), 3)
+            self.assertEqual(entry["s"], sorted(entry["round_s"])[1])
+            self.assertGreaterEqual(entry["spread"], 0)
+            self.assertLess(entry["max_abs_diff_after_rounds"], 1e-5)
+        # a call of two steps is timed per step
+        self.assertLess(
+            case["arms"]["twice"]["s"], 1.6 * max(case["arms"]["eager"]["round_s"])
+        )
+        self.assertEqual(case["graphs_compiled_in_rounds"], 1)
+        for entry in case["arms"].values():
+            entry["fraction_of_copy"] = 0.5
+        case.update(op="softmax", rows=64, row=32, dtype="float32", copy_s=1e-6)
+        case["pass"] = "forward"
+        self.assertIn("spread", self.reductions.summary_line(case))
+
+    def test_rounds_need_a_gpu_and_cuda_graphs(self):
+        with self.assertRaisesRegex(ValueError, "CUDA graph replays"):
+            self.reductions.run_case(
+                "cpu", "softmax", 64, 8, "float32", False, ["eager"], rounds=3
+            )
+
     def test_merge_keeps_the_latest_measurement_of_each_case(self):
         def case(op, row, s):
             return {

@@ -143,6 +143,7 @@ benchmarks)
             --device cuda --cuda-graph --arms "${ARMS:-eager,default,one_pass}" --ops "$op" \
             --dtypes "${DTYPES:-bfloat16,float16}" --rows "${ROWS:-4096,32768,50257,128256}" \
             --total "${TOTAL:-134217728}" --pass "${PASSES:-forward}" --deadline-s $((deadline - 60)) \
+            ${ROUNDS:+--rounds "$ROUNDS"} \
             --gpu-lock "$lock" --json "$OUT/reductions/$op.json" >"$OUT/reductions/$op.log" 2>&1 &
     done
     if [ "${COMBO:-1}" != 0 ]; then
@@ -171,7 +172,7 @@ focus)
     # One piece of work at a time, for a change under way: the tests named by
     # TESTS (pytest -k FOCUS_K) for at most TESTS_S seconds, then the command
     # PROBE (if set, for at most PROBE_S seconds), then a reductions sweep (OPS, ARMS, DTYPES, ROWS,
-    # ROW_COUNTS, TOTAL, PASSES) in one process until the deadline.
+    # ROW_COUNTS, TOTAL, PASSES; ROUNDS: arms interleaved) in one process until the deadline.
     start=$(date +%s)
     if [ -n "${TESTS:-}" ]; then
         timeout "${TESTS_S:-240}" python3 tools/fork.py run -- python3 -m pytest -v \
@@ -190,7 +191,7 @@ focus)
             --device cuda --cuda-graph --arms "$ARMS" --ops "${OPS:-softmax}" \
             --dtypes "${DTYPES:-bfloat16}" --rows "${ROWS:-50257}" \
             --total "${TOTAL:-134217728}" --pass "${PASSES:-forward}" \
-            ${ROW_COUNTS:+--row-counts "$ROW_COUNTS"} \
+            ${ROW_COUNTS:+--row-counts "$ROW_COUNTS"} ${ROUNDS:+--rounds "$ROUNDS"} \
             --deadline-s $((left - 30)) --json "$OUT/reductions.json" \
             >"$OUT/reductions.log" 2>&1
         grep " us" "$OUT/reductions.log" | cut -c1-160 | head -n 60
