@@ -25,6 +25,9 @@ loss's kernel after it, which is what upstream's decomposition does.
 on-chip settings, so that a row the pass would loop over (50257 at 32) is
 held on chip (at 64: 32 warps of 64 elements a thread).
 
+``--backward`` times forward+backward steps instead (the gradient of the
+input for a fixed incoming gradient), each kernel of both in the profile.
+
     python benchmarks/fusion/probes/reductions_on_chip_probe.py \\
         --ops softmax,log_softmax --shapes 4096x32768   # $OUT/probe_on_chip.json
 """
@@ -104,7 +107,14 @@ def kernel_registers(modules_before: int) -> list[dict[str, Any]]:
     return found
 
 
-def run(op: str, rows: int, row: int, dtype: str, setting: dict[str, Any]) -> Any:
+def run(
+    op: str,
+    rows: int,
+    row: int,
+    dtype: str,
+    setting: dict[str, Any],
+    backward: bool = False,
+) -> Any:
     import torch
     import triton.testing
     from harness import kernel_time_rounds
@@ -139,16 +149,18 @@ def run(op: str, rows: int, row: int, dtype: str, setting: dict[str, Any]) -> An
     before = len(PyCodeCache.modules)
     with inductor_config.patch(patch):
         compiled = torch.compile(lambda t, y: fn(t, y), dynamic=False)
-        compiled(x, target)
+        step = with_backward(compiled, x, target) if backward else compiled
+        step(x, target)
         ms = triton.testing.do_bench_cudagraph(
-            lambda: compiled(x, target), return_mode="median"
+            lambda: step(x, target), return_mode="median"
         )
         kernel_times = kernel_time_rounds(
-            {"step": lambda: compiled(x, target)}, rounds=1, per_round=3
+            {"step": lambda: step(x, target)}, rounds=1, per_round=3
         )["step"]["kernels"]
     copy = triton.testing.do_bench_cudagraph(lambda: x.clone(), return_mode="median")
     # against the op in eager float32 (cross-entropy for the target-in-row form)
-    diff = (compiled(x, target).float() - reference(x.float(), target).float()).abs()
+    expected = with_backward(reference, x, target) if backward else reference
+    diff = (step(x, target).float() - expected(x.float(), target).float()).abs()
     return {
         "max_abs_diff": float(diff.max()),
         "kernel_us": {k["name"]: k["s"] * 1e6 for k in kernel_times},
@@ -156,10 +168,30 @@ def run(op: str, rows: int, row: int, dtype: str, setting: dict[str, Any]) -> An
         "shape": [rows, row],
         "dtype": dtype,
         "setting": setting["name"],
+        "pass": "forward+backward" if backward else "forward",
         "us": ms * 1e3,
         "copy_us": copy * 1e3,
         "kernels": kernel_registers(before),
     }
+
+
+def with_backward(fn: Any, x: Any, target: Any) -> Any:
+    """A step of ``fn`` that returns the gradient of its input for a fixed
+    incoming gradient (seeded, of ``fn``'s output shape and dtype): the
+    forward and the backward kernels, as a training step runs them."""
+    import torch
+
+    seeded = torch.Generator(device=x.device).manual_seed(1)
+    grad = torch.randn(
+        fn(x, target).shape, generator=seeded, device=x.device, dtype=torch.float32
+    )
+
+    def step(t: Any, y: Any) -> Any:
+        t = t.detach().requires_grad_(True)
+        out = fn(t, y)
+        return torch.autograd.grad(out, t, grad.to(out.dtype))[0]
+
+    return step
 
 
 def cross_entropy_target_in_row(logits: Any, target: Any) -> Any:
@@ -184,6 +216,11 @@ def main(argv: list[str] | None = None) -> int:
         default=[(4096, 32768)],
     )
     p.add_argument("--dtype", default="bfloat16")
+    p.add_argument(
+        "--backward",
+        action="store_true",
+        help="time forward+backward steps (each kernel of both in the profile)",
+    )
     p.add_argument(
         "--on-chip-warps",
         type=lambda s: [int(v) for v in s.split(",") if v],
@@ -213,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.on_chip_warps, args.loops, args.loop_ept, args.on_chip_ept
             ):
                 try:
-                    res = run(op, rows, row, args.dtype, setting)
+                    res = run(op, rows, row, args.dtype, setting, args.backward)
                 except Exception as e:  # a setting Triton cannot compile
                     res = {"op": op, "shape": [rows, row], "setting": setting["name"]}
                     res["error"] = f"{type(e).__name__}: {str(e)[:300]}"
