@@ -17,7 +17,9 @@
 #              pass against eager and the release's default on the headline
 #              shapes (bf16 and fp16; softmax, log-softmax, cross-entropy,
 #              layer and RMS norm; rows of 4096, 32768, 50257 and 128256,
-#              2^27 elements a case), CUDA-graph replays (reductions.py); and
+#              2^27 elements a case), CUDA-graph replays, the arms of a case
+#              interleaved in ROUNDS rounds (5; 0: one after another as each
+#              compiles) (reductions.py); and
 #              the launch-bound combo pass on the default model set, arms
 #              interleaved round by round, CUDA-graph step times and profiler
 #              kernel time (ablation.py); COMBO=0 leaves the model set out;
@@ -143,7 +145,7 @@ benchmarks)
             --device cuda --cuda-graph --arms "${ARMS:-eager,default,one_pass}" --ops "$op" \
             --dtypes "${DTYPES:-bfloat16,float16}" --rows "${ROWS:-4096,32768,50257,128256}" \
             --total "${TOTAL:-134217728}" --pass "${PASSES:-forward}" --deadline-s $((deadline - 60)) \
-            ${ROUNDS:+--rounds "$ROUNDS"} \
+            --rounds "${ROUNDS:-5}" \
             --gpu-lock "$lock" --json "$OUT/reductions/$op.json" >"$OUT/reductions/$op.log" 2>&1 &
     done
     if [ "${COMBO:-1}" != 0 ]; then

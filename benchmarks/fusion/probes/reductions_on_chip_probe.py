@@ -171,25 +171,47 @@ def run(
         "pass": "forward+backward" if backward else "forward",
         "us": ms * 1e3,
         "copy_us": copy * 1e3,
+        "fraction_of_copy": fraction_of_copy(op, x, ms * 1e3, copy * 1e3, backward),
         "kernels": kernel_registers(before),
     }
 
 
+def fraction_of_copy(
+    op: str, x: Any, us: float, copy_us: float, backward: bool
+) -> float:
+    """The step's bandwidth at the least bytes the op needs
+    (``reductions.least_bytes``: forward+backward adds the backward's reads
+    and its gradient) as a fraction of a copy of ``x``'s; for the probe's
+    own forms (``amax``, ...), a copy's time over the step's."""
+    from reductions import least_bytes, OPS
+
+    if op not in OPS:
+        return copy_us / us
+    rows, row = x.shape
+    nbytes = least_bytes(op, rows, row, x.element_size(), backward)
+    return (nbytes / us) / (2 * x.numel() * x.element_size() / copy_us)
+
+
 def with_backward(fn: Any, x: Any, target: Any) -> Any:
     """A step of ``fn`` that returns the gradient of its input for a fixed
-    incoming gradient (seeded, of ``fn``'s output shape and dtype): the
-    forward and the backward kernels, as a training step runs them."""
+    incoming gradient (seeded, of ``fn``'s output shape, in its output's
+    dtype, converted once per dtype so that no conversion kernel runs in the
+    step): the forward and the backward kernels, as a training step runs
+    them."""
     import torch
 
     seeded = torch.Generator(device=x.device).manual_seed(1)
     grad = torch.randn(
         fn(x, target).shape, generator=seeded, device=x.device, dtype=torch.float32
     )
+    grads = {torch.float32: grad}
 
     def step(t: Any, y: Any) -> Any:
         t = t.detach().requires_grad_(True)
         out = fn(t, y)
-        return torch.autograd.grad(out, t, grad.to(out.dtype))[0]
+        if out.dtype not in grads:
+            grads[out.dtype] = grad.to(out.dtype)
+        return torch.autograd.grad(out, t, grads[out.dtype])[0]
 
     return step
 
@@ -259,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
                     (k["kernel"][-12:], k["num_warps"], k["n_regs"], k["n_spills"])
                     for k in res.get("kernels", [])
                 ]
-                pct = res["copy_us"] / res["us"] if "us" in res else 0
+                pct = res.get("fraction_of_copy", 0)
                 times = [
                     f"{name[:28]} {us:.1f}"
                     for name, us in res.get("kernel_us", {}).items()
