@@ -286,7 +286,9 @@ def run_case(
                 if rounds:
                     # captured now: the next arm's Dynamo reset would make
                     # this step compile again, under the config of the moment
-                    steps[arm] = timed_step(step)
+                    # (its steps run on the GPU: no other process times then)
+                    with shared_device(gpu_lock):
+                        steps[arm] = timed_step(step)
                     # the compiled step outlives the graph launching its kernels
                     kept.append(step)
                 else:
