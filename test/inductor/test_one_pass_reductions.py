@@ -24,7 +24,10 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from torch._inductor import config, one_pass_reductions as opr
+from torch._inductor import (
+    config,
+    one_pass_reduction_decision as rules,
+)
 from torch._inductor.fusion_remarks.taxonomy import Reason
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
@@ -347,7 +350,7 @@ class TestCuda(TestCase):
         looped = [r for r in remarks if r["args"].get("upstream_loop")]
         self.assertEqual(len(looped), 1)
         self.assertEqual(looped[0]["args"]["exp"], "approximate")
-        self.assertIn(f"'R0_BLOCK': {opr.UPSTREAM_LOOP_BLOCK}, 'num_warps': 16", code)
+        self.assertIn(f"'R0_BLOCK': {rules.UPSTREAM_LOOP_BLOCK}, 'num_warps': 16", code)
         self.assertEqual(helpers_fast_math(code), {"True"})
         # Counterfactual: the option off, upstream's kernels as they were.
         for fn in (softmax, cross_entropy):

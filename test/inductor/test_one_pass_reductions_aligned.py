@@ -30,7 +30,7 @@ from torch._inductor.one_pass_reduction_aligned_loops import (
     vector_for_row,
     warps_for_vector,
 )
-from torch._inductor.one_pass_reductions import Decision
+from torch._inductor.one_pass_reduction_decision import Decision
 from torch._inductor.fusion_remarks.taxonomy import Reason
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code

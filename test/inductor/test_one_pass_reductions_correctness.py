@@ -23,7 +23,7 @@ import unittest
 import torch
 import torch.nn.functional as F
 from torch._inductor import config, fusion_report
-from torch._inductor.one_pass_reductions import WIDE_ELEMENT_ROW_LIMIT
+from torch._inductor.one_pass_reduction_decision import WIDE_ELEMENT_ROW_LIMIT
 from torch._inductor.test_case import run_tests, TestCase
 from torch.testing._internal.common_cuda import TEST_CUDA
 from torch.testing._internal.common_device_type import (

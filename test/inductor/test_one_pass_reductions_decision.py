@@ -19,7 +19,11 @@ import subprocess
 import sys
 import unittest
 
-from torch._inductor import config, one_pass_reductions as opr
+from torch._inductor import (
+    config,
+    one_pass_reduction_decision as rules,
+    one_pass_reductions as opr,
+)
 from torch._inductor.fusion_remarks.taxonomy import Reason
 from torch._inductor.test_case import run_tests, TestCase
 
@@ -35,7 +39,7 @@ class TestDecision(TestCase):
             "elements_per_thread": 32,
         }
         kwargs.update(overrides)
-        return opr.decide(**kwargs)
+        return rules.decide(**kwargs)
 
     def test_one_phase_is_not_its_business(self):
         self.assertIsNone(self.decide(phases=1))
@@ -54,14 +58,14 @@ class TestDecision(TestCase):
         self.assertIsNone(self.decide(row=65536, rows=64).loop_block)
         self.assertIsNone(self.decide(row=4096).loop_block)
         self.assertEqual(
-            [opr.loop_block_for_row(r) for r in (32768, 128256, 36000, 33000)],
+            [rules.loop_block_for_row(r) for r in (32768, 128256, 36000, 33000)],
             # 36000: a tail of 13.8% at 8192, 2.4% at 4096; 33000: over 5%
             # at both, the smaller block.
             [8192, 8192, 4096, 4096],
         )
         # An online softmax only at the widest block, where its tail is short.
-        self.assertEqual(opr.loop_block_for_row(128256, online=True), 8192)
-        self.assertIsNone(opr.loop_block_for_row(50257, online=True))
+        self.assertEqual(rules.loop_block_for_row(128256, online=True), 8192)
+        self.assertIsNone(rules.loop_block_for_row(50257, online=True))
         self.assertIsNone(self.decide(row=50257, online=True).loop_block)
         # One pass (an online logsumexp) has no re-read to take from L2.
         self.assertIsNone(self.decide(row=131072, phases=1, online=True).loop_block)
@@ -80,7 +84,8 @@ class TestDecision(TestCase):
         looped = self.decide(row=50257, row_inputs=2)
         self.assertEqual((looped.loop_block, looped.loop_warps), (4096, 16))
         self.assertEqual(
-            (self.decide(row=131072, row_inputs=3).loop_block), opr.TWO_INPUT_LOOP_BLOCK
+            (self.decide(row=131072, row_inputs=3).loop_block),
+            rules.TWO_INPUT_LOOP_BLOCK,
         )
         # Counterfactual: one row-long input keeps the 32-warp steps.
         one = self.decide(row=131072)
@@ -179,7 +184,7 @@ class TestDecision(TestCase):
         taken = form(kept)
         self.assertEqual(
             (taken.loop_block, taken.loop_warps, taken.fast_exp, taken.upstream_loop),
-            (4096, opr.MAX_WARPS, True, False),
+            (4096, rules.MAX_WARPS, True, False),
         )
         # A logsumexp read once (cross-entropy's forward): upstream's loop.
         read_once = form(self.decide(row=131072, phases=1, online=True))
@@ -190,7 +195,7 @@ class TestDecision(TestCase):
                 read_once.fast_exp,
                 read_once.upstream_loop,
             ),
-            (opr.UPSTREAM_LOOP_BLOCK, opr.UPSTREAM_LOOP_WARPS, True, True),
+            (rules.UPSTREAM_LOOP_BLOCK, rules.UPSTREAM_LOOP_WARPS, True, True),
         )
         # Counterfactuals: float32 rows, the option off, fewer rows than
         # multiprocessors (upstream splits the row), no online softmax (a
@@ -326,10 +331,10 @@ class TestDecision(TestCase):
 
     def test_warps_hold_the_row_at_elements_per_thread(self):
         self.assertEqual(
-            [opr.warps_for_row(r, 32) for r in (2048, 4096, 8192, 16384, 32768)],
+            [rules.warps_for_row(r, 32) for r in (2048, 4096, 8192, 16384, 32768)],
             [4, 4, 8, 16, 32],
         )
-        self.assertEqual(opr.warps_for_row(50257, 32), opr.MAX_WARPS)
+        self.assertEqual(rules.warps_for_row(50257, 32), rules.MAX_WARPS)
         self.assertEqual(self.decide(row=8192).num_warps, 8)
 
     def test_bad_elements_per_thread_is_named(self):

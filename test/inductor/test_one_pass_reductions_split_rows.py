@@ -21,7 +21,12 @@ import unittest
 import sympy
 
 import torch
-from torch._inductor import config, fusion_report, one_pass_reductions as opr
+from torch._inductor import (
+    config,
+    fusion_report,
+    one_pass_reduction_decision as rules,
+    one_pass_reductions as opr,
+)
 from torch._inductor.fusion_remarks.taxonomy import Reason
 from torch._inductor.one_pass_reduction_split_rows import (
     keeps_row_whole,
@@ -37,7 +42,7 @@ from test_one_pass_reductions_aligned import ops as row_ops
 
 
 H100_SMS = 132
-LIMIT = opr.max_row_elements(32)
+LIMIT = rules.max_row_elements(32)
 
 
 class TestRowSplit(TestCase):
@@ -89,7 +94,7 @@ class TestSplitDecision(TestCase):
             "elements_per_thread": 32,
             "online": True,
         }
-        return opr.decide(**{**base, **kwargs})
+        return rules.decide(**{**base, **kwargs})
 
     def test_a_split_row_on_chip(self):
         got = self.decide(rsplit=16)
@@ -105,7 +110,7 @@ class TestSplitDecision(TestCase):
         self.assertIsNone(got.num_warps)
         self.assertEqual(
             (got.loop_block, got.loop_warps),
-            (opr.TWO_INPUT_LOOP_BLOCK, opr.TWO_INPUT_LOOP_WARPS),
+            (rules.TWO_INPUT_LOOP_BLOCK, rules.TWO_INPUT_LOOP_WARPS),
         )
         self.assertTrue(got.fused)
         self.assertFalse(opr.uses_lean_combine(got, True))

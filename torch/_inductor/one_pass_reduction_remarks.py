@@ -18,7 +18,7 @@ from .fusion_remarks.taxonomy import Kind, Reason, Stage
 
 
 if TYPE_CHECKING:
-    from .one_pass_reductions import Decision
+    from .one_pass_reduction_decision import Decision
     from .scheduler import BaseSchedulerNode
 
 
