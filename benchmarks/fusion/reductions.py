@@ -18,7 +18,10 @@ forward and forward+backward, and times each arm:
   ``one_pass_reductions_split_rows``);
   ``default_vector_accumulators`` (2.15.0's default without its
   ``triton.scalar_accumulators``); ``one_pass_vector_accumulators`` (the
-  pass, likewise without them); ``cooperative`` (upstream's cooperative
+  pass, likewise without them); ``one_pass_sums_on_chip`` (the pass with
+  kernels that only sum on chip too, ``one_pass_reductions_sums_on_chip``:
+  the counterfactual of ``one_pass_sums_at_copy_speed``); ``cooperative``
+  (upstream's cooperative
   reductions forced, ``triton.force_cooperative_reductions``: several
   blocks a row, combined through a workspace, the form split rows take with
   upstream's configurations; with more rows than blocks resident at once the
@@ -85,6 +88,7 @@ ARMS = (
     "one_pass_split",
     "default_vector_accumulators",
     "one_pass_vector_accumulators",
+    "one_pass_sums_on_chip",
     "cooperative",
 )
 OPS = ("softmax", "log_softmax", "cross_entropy", "layer_norm", "rms_norm")
@@ -114,6 +118,12 @@ ARM_CONFIG: dict[str, dict[str, Any]] = {
     "one_pass_vector_accumulators": {
         "one_pass_reductions": True,
         "triton.scalar_accumulators": False,
+    },
+    # the pass with kernels of sums on chip too (before
+    # one_pass_sums_at_copy_speed kept upstream's loop for them)
+    "one_pass_sums_on_chip": {
+        "one_pass_reductions": True,
+        "one_pass_reductions_sums_on_chip": True,
     },
     # upstream's cooperative reductions, forced (split rows' form)
     "cooperative": {"triton.force_cooperative_reductions": True},
@@ -537,11 +547,12 @@ def main(argv: list[str] | None = None) -> int:
         type=lambda s: s.split(","),
         # the *_vector_accumulators arms only where asked (2.14.1 has no
         # option), cooperative too (it may hang where its blocks cannot all be
-        # resident)
+        # resident), and the sums on chip (a rule's counterfactual)
         default=[
             a
             for a in ARMS
-            if not a.endswith("_vector_accumulators") and a != "cooperative"
+            if not a.endswith("_vector_accumulators")
+            and a not in ("cooperative", "one_pass_sums_on_chip")
         ],
     )
     p.add_argument(

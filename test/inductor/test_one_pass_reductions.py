@@ -496,9 +496,11 @@ class TestCuda(TestCase):
     def test_training_steps_go_on_chip_with_their_row_values(self):
         """Softmax, layer norm and RMS norm forward and backward at a bfloat16
         row of 8192 go on chip, the norms' saved statistics (one value per
-        row) included, and equal eager.  In float32 the same steps keep
-        upstream's loops, which run at a copy's speed at that length: no
-        remark and no fixed configuration."""
+        row) included, and equal eager; the kernels that only sum go on chip
+        where ``one_pass_reductions_sums_on_chip`` asks for it (by default
+        they keep upstream's loop: test_kernels_of_sums_keep_upstreams_loop).
+        In float32 the same steps keep upstream's loops, which run at a
+        copy's speed at that length: no remark and no fixed configuration."""
         x32 = torch.randn(2048, 8192, device="cuda", requires_grad=True)
         x = x32.detach().bfloat16().requires_grad_(True)
         g = torch.randn(2048, 8192, device="cuda", dtype=torch.bfloat16)
@@ -516,7 +518,12 @@ class TestCuda(TestCase):
                     return out, grad
 
                 expected = step(x)
-                got, code, remarks = self.compile(step, x, one_pass_reductions=True)
+                got, code, remarks = self.compile(
+                    step,
+                    x,
+                    one_pass_reductions=True,
+                    one_pass_reductions_sums_on_chip=True,
+                )
                 self.assertEqual(got, expected, atol=3e-2, rtol=3e-2)
                 reasons = [r["reason"] for r in remarks]
                 self.assertGreaterEqual(len(reasons), 2, reasons)
@@ -544,6 +551,53 @@ class TestCuda(TestCase):
                 _, code, remarks = self.compile(step, x, one_pass_reductions=False)
                 self.assertEqual(remarks, [])
                 self.assertNotIn("R0_BLOCK: tl.constexpr = 8192", code)
+
+    def test_kernels_of_sums_keep_upstreams_loop(self):
+        """At a bfloat16 row of 8192, the kernels whose reductions are all
+        sums and which read the row twice keep upstream's loop, unfixed
+        (``one_pass_sums_at_copy_speed``): an RMS norm's forward and the
+        backward of all three, so an RMS norm's training step has the
+        default's code.  A softmax's forward (an online softmax) and a
+        layer norm's (three reads: the mean, the variance, the scale) still
+        go on chip.  Counterfactual (test_training_steps_go_on_chip_with_
+        their_row_values): with ``one_pass_reductions_sums_on_chip`` every
+        kernel goes on chip."""
+        x = torch.randn(2048, 8192, device="cuda", dtype=torch.bfloat16)
+        x.requires_grad_(True)
+        g = torch.randn(2048, 8192, device="cuda", dtype=torch.bfloat16)
+        cases = (
+            ("softmax", lambda t: torch.softmax(t, -1), 1),
+            ("layer_norm", lambda t: F.layer_norm(t, (8192,)), 1),
+            ("rms_norm", lambda t: F.rms_norm(t, (8192,)), 0),
+        )
+        for name, fn, on_chip in cases:
+            with self.subTest(op=name):
+
+                def step(t, fn=fn):
+                    out = fn(t)
+                    (grad,) = torch.autograd.grad(out, t, g)
+                    return out, grad
+
+                got, code, remarks = self.compile(step, x, one_pass_reductions=True)
+                self.assertEqual(got, step(x), atol=3e-2, rtol=3e-2)
+                kept = [
+                    r for r in remarks if r["reason"] == "one_pass_sums_at_copy_speed"
+                ]
+                self.assertGreaterEqual(len(kept), 1, remarks)
+                self.assertTrue(all(r["kind"] == "missed" for r in kept))
+                self.assertTrue(all(r["args"]["phases"] == 2 for r in kept), kept)
+                fused = [r for r in remarks if r["reason"] == "one_pass_row_on_chip"]
+                self.assertEqual(len(fused), on_chip, remarks)
+                self.assertEqual(len(kept) + len(fused), len(remarks), remarks)
+                self.assertEqual(
+                    len(re.findall(r"R0_BLOCK: tl.constexpr = 8192", code)), on_chip
+                )
+                if not on_chip:
+                    _, ref_code, _ = self.compile(step, x, one_pass_reductions=False)
+                    # upstream's code but for comments (kernel paths)
+                    self.assertEqual(
+                        re.sub(r"#.*", "", code), re.sub(r"#.*", "", ref_code)
+                    )
 
     def test_a_backward_reading_its_row_once_keeps_upstreams_loop(self):
         """A cross-entropy backward at 50257 sums its one-hot gradient from

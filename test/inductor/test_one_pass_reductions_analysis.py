@@ -168,6 +168,59 @@ class TestPhases(TestCase):
                 self.assertEqual(max(counts), expected)
 
 
+class TestSumsOnly(TestCase):
+    def sums_only_of_each(self, fn, *args):
+        return _of_each_reduction_kernel(
+            lambda nodes, numel, row: (
+                rows_of.sums_only(nodes),
+                rows_of.memory_passes(nodes, numel, row),
+            ),
+            fn,
+            *args,
+        )
+
+    def test_norms_and_backward_kernels_sum_and_softmax_and_welford_do_not(self):
+        """An RMS norm's forward and the backward of a softmax, a
+        log-softmax and an RMS norm only sum, each reading its row twice; a
+        softmax's forward takes a max, and layer norm's forward at rows over
+        the CPU's two-step threshold (1024) a Welford reduction."""
+        row = 2048
+        x = torch.randn(8, row, requires_grad=True)
+        w = torch.randn(row, requires_grad=True)
+        g = torch.randn(8, row)
+
+        def backward_of(op):
+            return lambda t: torch.autograd.grad(op(t), t, g)[0]
+
+        summing = {
+            "rms_norm forward": lambda t: F.rms_norm(t, (row,), w),
+            "softmax backward": backward_of(lambda t: torch.softmax(t, -1)),
+            "log_softmax backward": backward_of(lambda t: torch.log_softmax(t, -1)),
+            "rms_norm backward": backward_of(lambda t: F.rms_norm(t, (row,))),
+        }
+        for name, fn in summing.items():
+            with self.subTest(kernel=name):
+                found = self.sums_only_of_each(fn, x)
+                self.assertIn((True, 2), found, found)
+        others = {
+            "softmax forward": lambda t: torch.softmax(t, -1),
+            "layer_norm forward": lambda t: F.layer_norm(t, (row,)),
+        }
+        for name, fn in others.items():
+            with self.subTest(kernel=name):
+                found = self.sums_only_of_each(fn, x.detach())
+                self.assertTrue(found)
+                self.assertFalse(any(sums for sums, _ in found), found)
+
+    def test_a_two_step_layer_norm_sums_in_three_reads(self):
+        """At rows up to the two-step threshold, layer norm's forward takes
+        the mean and then the variance about it: sums only, but three reads
+        of the row, which on chip saves two."""
+        x = torch.randn(8, 64)
+        found = self.sums_only_of_each(lambda t: F.layer_norm(t, (64,)), x)
+        self.assertEqual(found, [(True, 3)])
+
+
 class TestRowsContiguous(TestCase):
     def rows_contiguous(self, fn, *args):
         """``rows_contiguous`` of the kernel with the longest rows."""

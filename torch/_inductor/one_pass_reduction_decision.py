@@ -142,6 +142,8 @@ def decide(
     gathers: bool = False,
     rsplit: int = 1,
     scalar_accumulators: bool = False,
+    sums_only: bool = False,
+    sums_on_chip: bool = False,
 ) -> Decision | None:
     """The pure decision for a reduction kernel; ``None`` when the kernel
     makes one pass and there is nothing to decide.  Every kernel it keeps
@@ -168,6 +170,11 @@ def decide(
     more keeps upstream's loop (``one_pass_row_at_copy_speed``), unless the
     kernel ``gathers`` from another buffer
     (``one_pass_reduction_rows.gathers``).
+    ``sums_only``: every reduction of the kernel is a plain sum
+    (``one_pass_reduction_rows.sums_only``); such a kernel that reads its
+    row from memory exactly twice keeps upstream's loop
+    (``one_pass_sums_at_copy_speed``) unless ``sums_on_chip``
+    (``config.one_pass_reductions_sums_on_chip``) or it ``gathers``.
     ``rsplit``: the blocks each row is split over
     (``one_pass_reduction_split_rows.row_split``; 1 where rows are not
     split), for every kernel with rows of static length and count, one
@@ -262,6 +269,32 @@ def decide(
         # at rows of 4096-16384 (at most 16 warps) it gains 1.03-1.28x.
         return Decision(
             Reason.ONE_PASS_ROW_READ_ONCE,
+            phases,
+            row,
+            rows,
+            limit=num_warps,
+            row_inputs=row_inputs,
+            memory_passes=memory_passes,
+        )
+    if (
+        sums_only
+        and not sums_on_chip
+        and not online
+        and not gathers
+        and (phases if memory_passes is None else memory_passes) == 2
+    ):
+        # A plain sum adds once an element per pass: its loop's second read
+        # comes from L2 as fast as the row from registers.  Three reads (a
+        # 16-bit layer norm's forward: the mean, the variance about it, the
+        # scale) save two on chip: 200 -> 181 us at 32768 x 4096.  H100, 2.15.0,
+        # 32768 x 4096 bfloat16: an RMS norm's and a layer norm's backward
+        # took 261 and 260 us in upstream's loop against 269 and 270 on
+        # chip, an RMS norm's forward 178 against 181
+        # (benchmarks/results/one_pass/interleaved_2.15.0_h100.md); on
+        # 2.11.0 on chip was level at rows of 2048-16384
+        # (reductions_h100_final_sweep.md).
+        return Decision(
+            Reason.ONE_PASS_SUMS_AT_COPY_SPEED,
             phases,
             row,
             rows,

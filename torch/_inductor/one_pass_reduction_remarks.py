@@ -134,6 +134,14 @@ def record(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
             "loop, which folds each step to per-row scalars "
             f"(triton.scalar_accumulators), is faster: {passes} kept"
         )
+    elif decision.reason == Reason.ONE_PASS_SUMS_AT_COPY_SPEED:
+        args["num_warps_on_chip"] = decision.limit
+        detail = (
+            f"every reduction is a sum: upstream's loop re-reads the row of "
+            f"{decision.row} elements from L2 as fast as a block of "
+            f"{decision.limit} warps would hold it on chip "
+            f"(config.one_pass_reductions_sums_on_chip): {passes} kept"
+        )
     elif decision.reason == Reason.ONE_PASS_DYNAMIC_ROW:
         detail = f"the row length is not static: {passes} kept"
     else:

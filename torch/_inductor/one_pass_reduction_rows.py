@@ -1,7 +1,7 @@
 """What the scheduler nodes of a reduction kernel say about its rows, for
 the one-pass reductions pass (``one_pass_reductions``): how many passes
 over each row the kernel makes (:func:`phases`, :func:`memory_passes`),
-whether it has an online softmax, which buffers are as long as a row, their
+whether it has an online softmax or only sums, which buffers are as long as a row, their
 element sizes, whether the kernel gathers from elsewhere and whether its
 rows are contiguous.
 
@@ -97,6 +97,25 @@ def has_online_softmax(nodes: Iterable[Any]) -> bool:
         if getattr(data, "reduction_type", None) == "online_softmax_reduce":
             return True
     return False
+
+
+def sums_only(nodes: Iterable[Any]) -> bool:
+    """Whether every reduction of a kernel of ``nodes`` is a plain sum: an
+    RMS norm's forward (the sum of squares), a 16-bit layer norm's forward
+    at rows up to upstream's ``triton.use_two_step_variance_threshold``
+    (the mean, then the variance about it), the backward of a norm, a
+    softmax or a log-softmax.  Such a kernel does one add an element per
+    pass, so a pass that re-reads its row from L2 costs little more than
+    the same row held in registers; a Welford reduction or an online
+    softmax does more work per element and pass."""
+    types = [
+        getattr(
+            getattr(getattr(node, "node", None), "data", None), "reduction_type", None
+        )
+        for node in nodes
+        if node.is_reduction()
+    ]
+    return bool(types) and all(kind == "sum" for kind in types)
 
 
 def row_long_inputs(nodes: list[BaseSchedulerNode], numel: Any, row: int) -> set[str]:

@@ -379,6 +379,8 @@ def _kernel_kwargs(
         gathers=row is not None and kernel_rows.gathers(nodes, numel, row),
         rsplit=rsplit,
         scalar_accumulators=release_compat.scalar_accumulators_on(),
+        sums_only=kernel_rows.sums_only(nodes),
+        sums_on_chip=bool(config.one_pass_reductions_sums_on_chip),
     )
     if decision is None:
         return kernel_kwargs

@@ -25,6 +25,9 @@ loss's kernel after it, which is what upstream's decomposition does.
 on-chip settings, so that a row the pass would loop over (50257 at 32) is
 held on chip (at 64: 32 warps of 64 elements a thread).
 
+``--sums-on-chip`` holds the kernels that only sum on chip in the pass's
+settings, as the pass did before its ``one_pass_sums_at_copy_speed`` rule.
+
 ``--backward`` times forward+backward steps instead (the gradient of the
 input for a fixed incoming gradient), each kernel of both in the profile.
 
@@ -53,15 +56,19 @@ def settings(
     loops: list[tuple[int, int]],
     loop_ept: int,
     on_chip_ept: int | None = None,
+    sums_on_chip: bool = False,
 ) -> list[dict[str, Any]]:
     """Upstream, the pass, the pass on chip at each of ``on_chip_warps``
     (at ``on_chip_ept`` elements per thread where given), and the pass made
     to loop (``loop_ept`` elements per thread) at each (R0_BLOCK, warps) of
-    ``loops``."""
+    ``loops``.  With ``sums_on_chip`` every setting of the pass holds
+    kernels that only sum on chip too (``one_pass_reductions_sums_on_chip``),
+    and its own choice is named ``pass_sums_on_chip``."""
     on_chip_extra = {} if on_chip_ept is None else {"ept": on_chip_ept}
+    sums = {"sums_on_chip": True} if sums_on_chip else {}
     out: list[dict[str, Any]] = [
         {"name": "upstream", "on": False},
-        {"name": "pass", "on": True},
+        {"name": "pass_sums_on_chip" if sums_on_chip else "pass", "on": True, **sums},
     ]
     out += [
         {
@@ -69,6 +76,7 @@ def settings(
             "on": True,
             "override": {"num_warps": w},
             **on_chip_extra,
+            **sums,
         }
         for w in on_chip_warps
     ]
@@ -78,6 +86,7 @@ def settings(
             "on": True,
             "ept": loop_ept,
             "override": {"R0_BLOCK": r0, "num_warps": w},
+            **sums,
         }
         for r0, w in loops
     ]
@@ -145,6 +154,8 @@ def run(
     }
     if "ept" in setting:
         patch["one_pass_reductions_elements_per_thread"] = setting["ept"]
+    if setting.get("sums_on_chip"):
+        patch["one_pass_reductions_sums_on_chip"] = True
     torch._dynamo.reset()
     before = len(PyCodeCache.modules)
     with inductor_config.patch(patch):
@@ -261,6 +272,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="elements per thread of the on-chip settings (default: the pass's)",
     )
+    p.add_argument(
+        "--sums-on-chip",
+        action="store_true",
+        help="the pass's settings hold kernels that only sum on chip too "
+        "(the counterfactual of its one_pass_sums_at_copy_speed rule)",
+    )
     args = p.parse_args(argv)
     from reductions_loop_configs import _wrap_hook
 
@@ -269,7 +286,11 @@ def main(argv: list[str] | None = None) -> int:
     for op in args.ops:
         for rows, row in args.shapes:
             for setting in settings(
-                args.on_chip_warps, args.loops, args.loop_ept, args.on_chip_ept
+                args.on_chip_warps,
+                args.loops,
+                args.loop_ept,
+                args.on_chip_ept,
+                args.sums_on_chip,
             ):
                 try:
                     res = run(op, rows, row, args.dtype, setting, args.backward)

@@ -208,6 +208,7 @@ class Reason(str, enum.Enum):
     ONE_PASS_ROW_READ_ONCE = "one_pass_row_read_once"
     ONE_PASS_ROW_SPLIT = "one_pass_row_split"
     ONE_PASS_SCALAR_LOOP_FASTER = "one_pass_scalar_loop_faster"
+    ONE_PASS_SUMS_AT_COPY_SPEED = "one_pass_sums_at_copy_speed"
 
     @property
     def category(self) -> Category:
@@ -670,6 +671,10 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     R.ONE_PASS_SCALAR_LOOP_FASTER: (
         _H,
         "config.one_pass_reductions kept upstream's loop for an online softmax (a softmax, a log-softmax, cross-entropy's logsumexp) whose row on chip would take a block of 32 warps alone on its multiprocessor: the release folds each step of that loop to per-row scalars (triton.scalar_accumulators), which was faster than the row held on chip",
+    ),
+    R.ONE_PASS_SUMS_AT_COPY_SPEED: (
+        _H,
+        "config.one_pass_reductions kept upstream's loop for a kernel whose reductions are all sums and which reads its row twice (an RMS norm's forward; the backward of a norm, a softmax or a log-softmax): it adds once an element per pass, so the loop's second read, from L2, is as fast as the row held on chip; config.one_pass_reductions_sums_on_chip holds it on chip",
     ),
     R.ONE_PASS_ROW_SPLIT: (
         _F,
