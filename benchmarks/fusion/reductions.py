@@ -195,9 +195,11 @@ def step_of(fn: Callable[..., Any], inputs: list[Any], backward: bool) -> Any:
     return step
 
 
-def softmax_baselines(shape: tuple[int, ...]) -> tuple[Any, Any, float, float, str]:
+def softmax_baselines(
+    shape: tuple[int, ...], dtype: str = "bfloat16"
+) -> tuple[Any, Any, float, float, str]:
     """The baselines of the hand-written probes (``probes/reductions_hand_loops.py``,
-    ``probes/reductions_split_rows.py``): a bfloat16 input of ``shape`` on CUDA, its
+    ``probes/reductions_split_rows.py``): an input of ``shape`` and ``dtype`` on CUDA, its
     float32 softmax, and the us of a copy and of Inductor's softmax (static
     shapes, a fresh compile) as CUDA graph replays, with the generated code."""
     import torch
@@ -205,7 +207,7 @@ def softmax_baselines(shape: tuple[int, ...]) -> tuple[Any, Any, float, float, s
     from torch._inductor import config
     from torch._inductor.utils import run_and_get_code
 
-    x = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 4
+    x = torch.randn(shape, device="cuda", dtype=getattr(torch, dtype)) * 4
     ref = torch.softmax(x.float(), -1)
     copy_us = median_call_s("cuda", x.clone, cuda_graph=True) * 1e6
     torch._dynamo.reset()

@@ -166,15 +166,24 @@ def compiled_us(fn, x, **patch):
         return bench(lambda: compiled(x)) * 1e3
 
 
-def hand(shapes: list[tuple[int, int]], move_only: bool = False) -> None:
+def hand(
+    shapes: list[tuple[int, int]],
+    move_only: bool = False,
+    dtypes: tuple[str, ...] = ("bfloat16",),
+) -> None:
     from torch._inductor import config
 
     fork = hasattr(config, "one_pass_reductions")
     results = []
-    for shape in shapes:
-        x, ref, copy, default, _ = softmax_baselines(shape)
+    for shape, dtype in ((s, d) for s in shapes for d in dtypes):
+        x, ref, copy, default, _ = softmax_baselines(shape, dtype)
         lse_ref = torch.logsumexp(x.float(), -1)
-        res = {"shape": list(shape), "copy_us": copy, "softmax_default_us": default}
+        res = {
+            "shape": list(shape),
+            "dtype": dtype,
+            "copy_us": copy,
+            "softmax_default_us": default,
+        }
         res["lse_default_us"] = compiled_us(lambda t: torch.logsumexp(t, -1), x)
         res["amax_us"] = compiled_us(lambda t: t.amax(-1), x)
         if fork:
@@ -230,7 +239,7 @@ def hand(shapes: list[tuple[int, int]], move_only: bool = False) -> None:
                         us, key = timed[0]
                         err = res[key]["err"]
                         print(
-                            f"{'x'.join(map(str, shape))} {prefix:28s} best "
+                            f"{'x'.join(map(str, shape))} {dtype} {prefix:28s} best "
                             f"{us:7.1f} us ({copy / us if kind != 'lse' else res['amax_us'] / us:.0%} "
                             f"of {'copy' if kind != 'lse' else 'amax'}) "
                             f"{key[len(prefix) :]} err {err:.1e}",
@@ -383,7 +392,7 @@ def main() -> None:
         loop_configs._wrap_hook()
         loop_configs.OVERRIDE.update({"R0_BLOCK": block, "num_warps": warps})
     if args.hand:
-        hand(shapes, args.move_only)
+        hand(shapes, args.move_only, tuple(args.dtypes.split(",")))
     if args.inductor:
         inductor(
             shapes,
