@@ -498,9 +498,17 @@ class TestCuda(TestCase):
         row of 8192 go on chip, the norms' saved statistics (one value per
         row) included, and equal eager; the kernels that only sum go on chip
         where ``one_pass_reductions_sums_on_chip`` asks for it (by default
-        they keep upstream's loop: test_kernels_of_sums_keep_upstreams_loop).
+        they keep upstream's loop: test_kernels_of_sums_keep_upstreams_loop),
+        the softmax's forward where the release's scalar accumulators are off.
         In float32 the same steps keep upstream's loops, which run at a
         copy's speed at that length: no remark and no fixed configuration."""
+        # A release's scalar accumulators keep an online softmax's loop at
+        # 8192 (test_an_online_softmax_at_a_folded_row_keeps_the_scalar_loop).
+        without_scalars = (
+            {"triton.scalar_accumulators": False}
+            if hasattr(config.triton, "scalar_accumulators")
+            else {}
+        )
         x32 = torch.randn(2048, 8192, device="cuda", requires_grad=True)
         x = x32.detach().bfloat16().requires_grad_(True)
         g = torch.randn(2048, 8192, device="cuda", dtype=torch.bfloat16)
@@ -523,6 +531,7 @@ class TestCuda(TestCase):
                     x,
                     one_pass_reductions=True,
                     one_pass_reductions_sums_on_chip=True,
+                    **without_scalars,
                 )
                 self.assertEqual(got, expected, atol=3e-2, rtol=3e-2)
                 reasons = [r["reason"] for r in remarks]
@@ -553,22 +562,23 @@ class TestCuda(TestCase):
                 self.assertNotIn("R0_BLOCK: tl.constexpr = 8192", code)
 
     def test_kernels_of_sums_keep_upstreams_loop(self):
-        """At a bfloat16 row of 8192, the kernels whose reductions are all
+        """At a bfloat16 row of 4096, the kernels whose reductions are all
         sums and which read the row twice keep upstream's loop, unfixed
         (``one_pass_sums_at_copy_speed``): an RMS norm's forward and the
         backward of all three, so an RMS norm's training step has the
         default's code.  A softmax's forward (an online softmax) and a
         layer norm's (three reads: the mean, the variance, the scale) still
-        go on chip.  Counterfactual (test_training_steps_go_on_chip_with_
+        go on chip (at 4096, a row the release's scalar accumulators do not
+        fold).  Counterfactual (test_training_steps_go_on_chip_with_
         their_row_values): with ``one_pass_reductions_sums_on_chip`` every
         kernel goes on chip."""
-        x = torch.randn(2048, 8192, device="cuda", dtype=torch.bfloat16)
+        x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
         x.requires_grad_(True)
-        g = torch.randn(2048, 8192, device="cuda", dtype=torch.bfloat16)
+        g = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
         cases = (
             ("softmax", lambda t: torch.softmax(t, -1), 1),
-            ("layer_norm", lambda t: F.layer_norm(t, (8192,)), 1),
-            ("rms_norm", lambda t: F.rms_norm(t, (8192,)), 0),
+            ("layer_norm", lambda t: F.layer_norm(t, (4096,)), 1),
+            ("rms_norm", lambda t: F.rms_norm(t, (4096,)), 0),
         )
         for name, fn, on_chip in cases:
             with self.subTest(op=name):
@@ -590,7 +600,7 @@ class TestCuda(TestCase):
                 self.assertEqual(len(fused), on_chip, remarks)
                 self.assertEqual(len(kept) + len(fused), len(remarks), remarks)
                 self.assertEqual(
-                    len(re.findall(r"R0_BLOCK: tl.constexpr = 8192", code)), on_chip
+                    len(re.findall(r"R0_BLOCK: tl.constexpr = 4096", code)), on_chip
                 )
                 if not on_chip:
                     _, ref_code, _ = self.compile(step, x, one_pass_reductions=False)
@@ -667,12 +677,12 @@ class TestCuda(TestCase):
                     self.assertEqual(one_read[0]["reason"], "one_pass_row_read_once")
                     self.assertEqual(one_read[0]["kind"], "missed")
                     self.assertEqual(one_read[0]["args"]["num_warps_on_chip"], 32)
-                # Its forward's online logsumexp goes on chip, but at 32 warps
-                # where the release folds its loop to per-row scalars
-                # (test_an_online_softmax_in_a_full_block_keeps_the_scalar_loop).
+                # Its forward's online logsumexp goes on chip, but where the
+                # release folds its loop to per-row scalars (rows over 4096:
+                # test_an_online_softmax_at_a_folded_row_keeps_the_scalar_loop).
                 scalar = getattr(config.triton, "scalar_accumulators", False)
                 forward = "one_pass_row_on_chip"
-                if scalar and not on_chip:
+                if scalar:
                     forward = "one_pass_scalar_loop_faster"
                 online = [r for r in remarks if r["args"].get("online_softmax")]
                 self.assertEqual([r["reason"] for r in online], [forward])
@@ -712,49 +722,46 @@ class TestCuda(TestCase):
         hasattr(config.triton, "scalar_accumulators"),
         "torch before 2.15.0 has no scalar accumulators",
     )
-    def test_an_online_softmax_in_a_full_block_keeps_the_scalar_loop(self):
-        """With 2.15.0's scalar accumulators, an online softmax whose row on
-        chip takes a block of 32 warps keeps upstream's loop, unfixed
-        (``one_pass_scalar_loop_faster``); without them it goes on chip."""
-        x = torch.randn(264, 32768, device="cuda", dtype=torch.bfloat16) * 4
-        target = torch.randint(0, 32768, (264,), device="cuda")
-        cases = {
-            "log_softmax": lambda t: torch.log_softmax(t, -1),
-            "cross_entropy": lambda t: F.cross_entropy(t, target),
-        }
-        for name, fn in cases.items():
-            with self.subTest(op=name):
-                scalar = {"triton.scalar_accumulators": True}
-                out, code, remarks = self.compile(
-                    fn, x, one_pass_reductions=True, **scalar
-                )
-                self.assertEqual(out, fn(x), atol=2e-2, rtol=2e-2)
-                kept = [
-                    r for r in remarks if r["reason"] == "one_pass_scalar_loop_faster"
-                ]
-                self.assertEqual(len(kept), 1, remarks)
-                self.assertEqual(kept[0]["kind"], "missed")
-                self.assertEqual(kept[0]["args"]["num_warps_on_chip"], 32)
-                self.assertTrue(kept[0]["args"]["upstream_scalar_loop"])
-                self.assertNotIn("triton_heuristics.fixed_config", code)
-                _, ref_code, _ = self.compile(
-                    fn, x, one_pass_reductions=False, **scalar
-                )
-                # upstream's code but for comments (kernel paths)
-                self.assertEqual(re.sub(r"#.*", "", code), re.sub(r"#.*", "", ref_code))
-                # Counterfactual: no scalar accumulators, on chip.
-                out, code, remarks = self.compile(
-                    fn,
-                    x,
-                    one_pass_reductions=True,
-                    **{"triton.scalar_accumulators": False},
-                )
-                self.assertEqual(out, fn(x), atol=2e-2, rtol=2e-2)
-                self.assertIn("one_pass_row_on_chip", [r["reason"] for r in remarks])
-                self.assertNotIn(
-                    "one_pass_scalar_loop_faster", [r["reason"] for r in remarks]
-                )
-                self.assertIn("triton_heuristics.fixed_config", code)
+    def test_an_online_softmax_at_a_folded_row_keeps_the_scalar_loop(self):
+        """With 2.15.0's scalar accumulators, an online softmax at a row the
+        release folds to per-row scalars (over 4096 elements) keeps
+        upstream's loop, unfixed (``one_pass_scalar_loop_faster``), at 8
+        warps on chip as at 32; without them it goes on chip."""
+        for rows, row, warps in ((2048, 8192, 8), (264, 32768, 32)):
+            x = torch.randn(rows, row, device="cuda", dtype=torch.bfloat16) * 4
+            target = torch.randint(0, row, (rows,), device="cuda")
+            cases = {
+                "log_softmax": lambda t: torch.log_softmax(t, -1),
+                "cross_entropy": lambda t, y=target: F.cross_entropy(t, y),
+            }
+            for name, fn in cases.items():
+                with self.subTest(op=name, row=row):
+                    self.check_scalar_loop_kept(fn, x, warps)
+
+    def check_scalar_loop_kept(self, fn, x, warps):
+        scalar = {"triton.scalar_accumulators": True}
+        out, code, remarks = self.compile(fn, x, one_pass_reductions=True, **scalar)
+        self.assertEqual(out, fn(x), atol=2e-2, rtol=2e-2)
+        kept = [r for r in remarks if r["reason"] == "one_pass_scalar_loop_faster"]
+        self.assertEqual(len(kept), 1, remarks)
+        self.assertEqual(kept[0]["kind"], "missed")
+        self.assertEqual(kept[0]["args"]["num_warps_on_chip"], warps)
+        self.assertTrue(kept[0]["args"]["upstream_scalar_loop"])
+        self.assertNotIn("triton_heuristics.fixed_config", code)
+        _, ref_code, _ = self.compile(fn, x, one_pass_reductions=False, **scalar)
+        # upstream's code but for comments (kernel paths)
+        self.assertEqual(re.sub(r"#.*", "", code), re.sub(r"#.*", "", ref_code))
+        # Counterfactual: no scalar accumulators, on chip.
+        out, code, remarks = self.compile(
+            fn,
+            x,
+            one_pass_reductions=True,
+            **{"triton.scalar_accumulators": False},
+        )
+        self.assertEqual(out, fn(x), atol=2e-2, rtol=2e-2)
+        self.assertIn("one_pass_row_on_chip", [r["reason"] for r in remarks])
+        self.assertNotIn("one_pass_scalar_loop_faster", [r["reason"] for r in remarks])
+        self.assertIn("triton_heuristics.fixed_config", code)
 
     def test_cross_entropy_online_logsumexp_goes_on_chip(self):
         """Cross-entropy's forward is one online-softmax pass (max and sum

@@ -130,12 +130,18 @@ class TestDecision(TestCase):
         self.assertEqual(self.decide(row=32000, memory_passes=2).num_warps, 32)
         self.assertTrue(self.decide(row=32000, memory_passes=1, online=True).fused)
 
-    def test_an_online_softmax_in_a_full_block_keeps_the_releases_scalar_loop(
+    def test_an_online_softmax_at_a_folded_row_keeps_the_releases_scalar_loop(
         self,
     ):
-        # 2.15.0's scalar accumulators: an online softmax whose row takes a
-        # block of 32 warps keeps upstream's loop.
-        for row, memory_passes in ((32768, None), (32000, 1), (16385, None)):
+        # 2.15.0's scalar accumulators fold an online softmax's loop at rows
+        # over 4096: there it keeps upstream's loop, whatever the warps.
+        for row, memory_passes in (
+            (32768, None),
+            (32000, 1),
+            (16385, None),
+            (8192, None),
+            (4097, None),
+        ):
             kept = self.decide(
                 row=row,
                 rows=4096,
@@ -145,14 +151,16 @@ class TestDecision(TestCase):
             )
             self.assertEqual(kept.reason, Reason.ONE_PASS_SCALAR_LOOP_FASTER)
             self.assertEqual(
-                (kept.fused, kept.loop_block, kept.limit), (False, None, 32)
+                (kept.fused, kept.loop_block, kept.limit),
+                (False, None, rules.warps_for_row(row, 32)),
             )
             self.assertTrue(kept.upstream_scalar_loop)
-        # Counterfactuals: no scalar accumulators; fewer warps; no online
-        # softmax (a norm): on chip.
+        # Counterfactuals: no scalar accumulators; a row the release does
+        # not fold; no online softmax (a norm): on chip.
         for overrides in (
             {"row": 32768, "online": True},
-            {"row": 16384, "online": True, "scalar_accumulators": True},
+            {"row": 8192, "online": True},
+            {"row": 4096, "online": True, "scalar_accumulators": True},
             {"row": 32768, "scalar_accumulators": True},
         ):
             with self.subTest(**{k: str(v) for k, v in overrides.items()}):

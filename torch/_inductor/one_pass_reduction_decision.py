@@ -60,6 +60,12 @@ UPSTREAM_LOOP_WARPS = 16
 # loop repeats the gathers in every pass, and on chip that kernel was 1.6x
 # faster at rows of 2048 (reductions_models_h100_t5_seq2048.md).
 WIDE_ELEMENT_ROW_LIMIT = 32768
+# The release's scalar accumulators (2.15.0's triton.scalar_accumulators)
+# fold the loop of an online softmax to per-row scalars only at rows longer
+# than this (upstream's ``TritonKernel.use_scalar_accumulators``); there its
+# loop reaches a copy's speed, and the pass keeps it
+# (``one_pass_scalar_loop_faster``).
+SCALAR_LOOP_MIN_ROW = 4096
 
 
 def max_row_elements(elements_per_thread: int) -> int:
@@ -162,8 +168,9 @@ def decide(
     :data:`MAX_WARPS` warps (else ``one_pass_row_read_once``), and is never
     looped in wide steps.  Where the release's loop folds each step to
     per-row scalars (``scalar_accumulators``: 2.15.0's
-    ``triton.scalar_accumulators``), an online softmax too is held on chip
-    only in a block of fewer than :data:`MAX_WARPS` warps (else
+    ``triton.scalar_accumulators``), an online softmax is held on chip only
+    at rows the release does not fold, of at most
+    :data:`SCALAR_LOOP_MIN_ROW` elements (else
     ``one_pass_scalar_loop_faster``).
     ``element_bytes``: the smallest element size of the row-long inputs; a
     row of at most :data:`WIDE_ELEMENT_ROW_LIMIT` elements of 4 bytes or
@@ -302,10 +309,13 @@ def decide(
             row_inputs=row_inputs,
             memory_passes=memory_passes,
         )
-    if online and scalar_accumulators and num_warps >= MAX_WARPS:
-        # H100, 2.15.0, 4096 x 32768 bf16: log-softmax 196 -> 181 us,
-        # cross-entropy 108 -> 101, softmax 196 -> 192-197
-        # (benchmarks/results/one_pass/vocabulary_2.15.0_h100.md)
+    if online and scalar_accumulators and row > SCALAR_LOOP_MIN_ROW:
+        # H100, 2.15.0, bf16, upstream's scalar loop against the row on chip:
+        # 4096 x 32768 log-softmax 181 against 196 us, cross-entropy 101
+        # against 108, softmax 192-197 against 196
+        # (benchmarks/results/one_pass/vocabulary_2.15.0_h100.md); log-softmax
+        # 178 against 183 at 16384 x 8192, 180 against 182 at 8192 x 16384
+        # (sums_2.15.0_h100.md)
         return Decision(
             Reason.ONE_PASS_SCALAR_LOOP_FASTER,
             phases,

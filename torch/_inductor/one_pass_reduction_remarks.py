@@ -129,10 +129,10 @@ def record(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
         args["num_warps_on_chip"] = decision.limit
         args["upstream_scalar_loop"] = True
         detail = (
-            f"on chip the row of {decision.row} elements would take a block of "
-            f"{decision.limit} warps alone on its multiprocessor; upstream's "
-            "loop, which folds each step to per-row scalars "
-            f"(triton.scalar_accumulators), is faster: {passes} kept"
+            f"at a row of {decision.row} elements upstream's loop folds each "
+            "step to per-row scalars (triton.scalar_accumulators) and is as "
+            f"fast as a block of {decision.limit} warps holding the row on "
+            f"chip, or faster: {passes} kept"
         )
     elif decision.reason == Reason.ONE_PASS_SUMS_AT_COPY_SPEED:
         args["num_warps_on_chip"] = decision.limit
