@@ -134,12 +134,14 @@ class TestDecision(TestCase):
         self,
     ):
         # 2.15.0's scalar accumulators fold an online softmax's loop at rows
-        # over 4096: there it keeps upstream's loop, whatever the warps.
+        # over 4096: there one that reads its row twice keeps upstream's
+        # loop, whatever the warps; one read once, at 32 warps.
         for row, memory_passes in (
             (32768, None),
             (32000, 1),
             (16385, None),
             (8192, None),
+            (8192, 2),
             (4097, None),
         ):
             kept = self.decide(
@@ -156,9 +158,18 @@ class TestDecision(TestCase):
             )
             self.assertTrue(kept.upstream_scalar_loop)
         # Counterfactuals: no scalar accumulators; a row the release does
-        # not fold; no online softmax (a norm): on chip.
+        # not fold; a row read once (cross-entropy's logsumexp) in fewer
+        # than 32 warps; no online softmax (a norm): on chip.
         for overrides in (
             {"row": 32768, "online": True},
+            {
+                "row": 16384,
+                "online": True,
+                "phases": 1,
+                "memory_passes": 1,
+                "scalar_accumulators": True,
+            },
+            {"row": 8192, "online": True, "phases": 1, "scalar_accumulators": True},
             {"row": 8192, "online": True},
             {"row": 4096, "online": True, "scalar_accumulators": True},
             {"row": 32768, "scalar_accumulators": True},

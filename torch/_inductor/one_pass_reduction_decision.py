@@ -168,10 +168,11 @@ def decide(
     :data:`MAX_WARPS` warps (else ``one_pass_row_read_once``), and is never
     looped in wide steps.  Where the release's loop folds each step to
     per-row scalars (``scalar_accumulators``: 2.15.0's
-    ``triton.scalar_accumulators``), an online softmax is held on chip only
-    at rows the release does not fold, of at most
-    :data:`SCALAR_LOOP_MIN_ROW` elements (else
-    ``one_pass_scalar_loop_faster``).
+    ``triton.scalar_accumulators``), an online softmax that reads its row
+    twice is held on chip only at rows the release does not fold, of at
+    most :data:`SCALAR_LOOP_MIN_ROW` elements, and one that reads it once
+    (cross-entropy's logsumexp) only in a block of fewer than
+    :data:`MAX_WARPS` warps (else ``one_pass_scalar_loop_faster``).
     ``element_bytes``: the smallest element size of the row-long inputs; a
     row of at most :data:`WIDE_ELEMENT_ROW_LIMIT` elements of 4 bytes or
     more keeps upstream's loop (``one_pass_row_at_copy_speed``), unless the
@@ -309,13 +310,21 @@ def decide(
             row_inputs=row_inputs,
             memory_passes=memory_passes,
         )
-    if online and scalar_accumulators and row > SCALAR_LOOP_MIN_ROW:
+    reads_twice = (phases if memory_passes is None else memory_passes) >= 2
+    if (
+        online
+        and scalar_accumulators
+        and row > SCALAR_LOOP_MIN_ROW
+        and (reads_twice or num_warps >= MAX_WARPS)
+    ):
         # H100, 2.15.0, bf16, upstream's scalar loop against the row on chip:
         # 4096 x 32768 log-softmax 181 against 196 us, cross-entropy 101
         # against 108, softmax 192-197 against 196
         # (benchmarks/results/one_pass/vocabulary_2.15.0_h100.md); log-softmax
         # 178 against 183 at 16384 x 8192, 180 against 182 at 8192 x 16384
-        # (sums_2.15.0_h100.md)
+        # (sums_2.15.0_h100.md).  An online logsumexp read once
+        # (cross-entropy's forward) gains on chip below a full block: 98
+        # against 105 us at 16384 x 8192, 98 against 99 at 8192 x 16384.
         return Decision(
             Reason.ONE_PASS_SCALAR_LOOP_FASTER,
             phases,

@@ -670,7 +670,7 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.ONE_PASS_SCALAR_LOOP_FASTER: (
         _H,
-        "config.one_pass_reductions kept upstream's loop for an online softmax (a softmax, a log-softmax, cross-entropy's logsumexp) at a row longer than 4096 elements: the release folds each step of that loop to per-row scalars (triton.scalar_accumulators), which was as fast as the row held on chip or faster",
+        "config.one_pass_reductions kept upstream's loop for an online softmax at a row longer than 4096 elements (a softmax or log-softmax, which reads its row twice; cross-entropy's logsumexp, read once, where on chip it would take a block of 32 warps): the release folds each step of that loop to per-row scalars (triton.scalar_accumulators), which was as fast as the row held on chip or faster",
     ),
     R.ONE_PASS_SUMS_AT_COPY_SPEED: (
         _H,
