@@ -274,7 +274,10 @@ def decide(
         # that reads nothing, which a block of MAX_WARPS, alone on its SM
         # (no second block's loads to overlap), does not pay for.  A
         # cross-entropy backward at 8192 x 32000 was 390 -> 460 us on chip;
-        # at rows of 4096-16384 (at most 16 warps) it gains 1.03-1.28x.
+        # at rows of 4096-16384 (at most 16 warps) it gained 1.03-1.28x
+        # before 2.15.0.  On 2.15.0 at 8192 x 16384 (16 warps) its
+        # forward+backward was behind the default, 322 against 305 us
+        # (sums_2.15.0_h100.md): not yet a rule, its kernel not yet timed.
         return Decision(
             Reason.ONE_PASS_ROW_READ_ONCE,
             phases,
@@ -292,15 +295,15 @@ def decide(
         and (phases if memory_passes is None else memory_passes) == 2
     ):
         # A plain sum adds once an element per pass: its loop's second read
-        # comes from L2 as fast as the row from registers.  Three reads (a
-        # 16-bit layer norm's forward: the mean, the variance about it, the
-        # scale) save two on chip: 200 -> 181 us at 32768 x 4096.  H100, 2.15.0,
-        # 32768 x 4096 bfloat16: an RMS norm's and a layer norm's backward
-        # took 261 and 260 us in upstream's loop against 269 and 270 on
-        # chip, an RMS norm's forward 178 against 181
-        # (benchmarks/results/one_pass/interleaved_2.15.0_h100.md); on
-        # 2.11.0 on chip was level at rows of 2048-16384
-        # (reductions_h100_final_sweep.md).
+        # comes from L2 as fast as the row from registers.  H100, 2.15.0,
+        # bfloat16, rows of 2048-16384: on chip was 0.5-3.1% slower in all
+        # 20 cases (an RMS norm's forward, the four ops' forward+backward;
+        # benchmarks/results/one_pass/sums_2.15.0_h100.md); at 32768 x 4096
+        # a norm's backward kernel took 261 us in upstream's loop, 269 on
+        # chip (interleaved_2.15.0_h100.md).  On 2.11.0 on chip was level
+        # (reductions_h100_final_sweep.md).  Three reads (a 16-bit layer
+        # norm's forward: the mean, the variance about it, the scale) save
+        # two on chip: 200 -> 188 us at 32768 x 4096.
         return Decision(
             Reason.ONE_PASS_SUMS_AT_COPY_SPEED,
             phases,
