@@ -106,6 +106,7 @@ FORK_MODULES: tuple[str, ...] = (
     "torch._inductor.launch_bound_combo",
     "torch._inductor.one_pass_reductions",
     "torch._inductor.one_pass_reduction_aligned_loops",
+    "torch._inductor.one_pass_reduction_decision",
     "torch._inductor.one_pass_reduction_remarks",
     "torch._inductor.one_pass_reduction_rows",
     "torch._inductor.one_pass_reduction_split_rows",
