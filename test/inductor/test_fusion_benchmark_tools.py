@@ -304,6 +304,27 @@ class TestBenchmarkLayout(TestCase):
                 self.assertTrue(first.startswith('"""'), first)
                 self.assertIn("?", first)
 
+    def test_the_on_chip_probe_repeats_the_pass_and_its_loops_unaligned(self):
+        import reductions_on_chip_probe as probe
+
+        names = [
+            s["name"] for s in probe.settings([16], [(8192, 32)], 4, unaligned=True)
+        ]
+        self.assertEqual(
+            names,
+            [
+                "upstream",
+                "pass",
+                "on_chip_16w",
+                "loop_8192_32w",
+                "pass_unaligned",
+                "loop_8192_32w_unaligned",
+            ],
+        )
+        without = probe.settings([16], [(8192, 32)], 4)
+        self.assertTrue(all(not s.get("unaligned") for s in without))
+        self.assertEqual(len(without), 4)
+
     def test_readme_names_every_script(self):
         readme = (BENCHMARKS / "README.md").read_text()
         scripts = [

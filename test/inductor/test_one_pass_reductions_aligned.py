@@ -13,7 +13,8 @@ accumulators those steps keep an accumulator per element
 (``element_accumulators``), and upstream's scalar loop comes back with the
 aligned steps off; the results equal upstream's kernel and eager over ragged
 widths, row strides, offsets into a larger buffer, every dtype, forward and
-backward.  Speed is measured by benchmarks/fusion/reductions.py, not here.
+backward; a backward's loop over two row-long inputs gets wider aligned
+steps at such rows, not with the option off or on a boundary.  Speed is measured by benchmarks/fusion/reductions.py, not here.
 """
 
 import dataclasses
@@ -27,6 +28,7 @@ from torch._inductor import config, fusion_report
 from torch._inductor.one_pass_reduction_aligned_loops import (
     keeps_element_accumulators,
     online_loop,
+    two_input_loop,
     vector_for_row,
     warps_for_vector,
 )
@@ -128,6 +130,55 @@ class TestOnlineLoop(TestCase):
             online_loop(upstream, [2], aligned=True, scalar_accumulators=True),
             upstream,
         )
+
+
+class TestTwoInputLoop(TestCase):
+    """Which loop a looped backward of two row-long inputs gets (pure)."""
+
+    def looped(self, row: int, row_inputs: int = 2, **kw) -> Decision:
+        return Decision(
+            Reason.ONE_PASS_ROW_TOO_LONG,
+            2,
+            row,
+            2670,
+            loop_block=4096,
+            loop_warps=16,
+            row_inputs=row_inputs,
+            **kw,
+        )
+
+    def test_rows_off_a_boundary_get_wider_aligned_steps(self):
+        for itemsize, vector in ((4, 4), (2, 8)):
+            with self.subTest(itemsize=itemsize):
+                got = two_input_loop(self.looped(50257), [itemsize], aligned=True)
+                self.assertEqual(
+                    (got.aligned_vector, got.loop_block, got.loop_warps),
+                    (vector, 8192, 32),
+                )
+                self.assertFalse(got.element_accumulators)
+                self.assertFalse(got.fused)
+        # a norm's backward: the gradient, the input and the weight
+        got = two_input_loop(self.looped(50257, 3), [2, 2], aligned=True)
+        self.assertEqual(got.aligned_vector, 8)
+
+    def test_counterfactuals_keep_the_masked_loop(self):
+        cases = {
+            "option off": (self.looped(50257), [4], False),
+            "row on a boundary": (self.looped(50256), [4], True),
+            "one input": (self.looped(50257, 1), [4], True),
+            "online softmax": (self.looped(50257, online=True), [4], True),
+            "not looped": (
+                dataclasses.replace(self.looped(50257), loop_block=None),
+                [4],
+                True,
+            ),
+            "split rows": (self.looped(50257, rsplit=4), [4], True),
+        }
+        for name, (decision, sizes, aligned) in cases.items():
+            with self.subTest(name):
+                self.assertIs(
+                    two_input_loop(decision, sizes, aligned=aligned), decision
+                )
 
 
 class _Reached(Exception):
@@ -337,6 +388,71 @@ class TestAlignedLoadsCuda(TestCase):
         self.assertIn("r0_lead", code)
         self.assertIn("online_softmax_reduce_scalar_combine(", code)
         self.assertTrue(all("element_accumulators" not in r["args"] for r in remarks))
+
+    def test_a_backward_off_a_boundary_is_walked_in_wider_aligned_steps(self):
+        # A softmax's and log-softmax's backward (the gradient and the
+        # output, two row-long inputs) at 50257: aligned steps of 8192 over
+        # 32 warps (two_input_loop), float32 and bfloat16.
+        def gradient(fn, t, **patch):
+            torch._dynamo.reset()
+            with (
+                config.patch(
+                    {"fx_graph_cache": False, "one_pass_reductions": True, **patch}
+                ),
+                fusion_report.capture() as rep,
+            ):
+                compiled = torch.compile(lambda a: fn(a, -1).float().square().sum())
+                out, codes = run_and_get_code(
+                    lambda: torch.autograd.grad(compiled(t), t)[0]
+                )
+            remarks = [
+                r
+                for g in rep.to_json()["graphs"]
+                for r in g["remarks"]
+                if r["stage"] == "one_pass_reduction"
+            ]
+            return out, "\n".join(codes), remarks
+
+        for dtype, name in itertools.product(
+            (torch.float32, torch.bfloat16), ("softmax", "log_softmax")
+        ):
+            fn = getattr(torch, name)
+            x = (torch.randn(self.ROWS, 50257, device="cuda") * 4).to(dtype)
+            for patch, width, aligned in (
+                ({}, 50257, True),
+                # counterfactuals: the option off; a row on a boundary
+                ({"one_pass_reductions_aligned_loads": False}, 50257, False),
+                ({}, 50256, False),
+            ):
+                with self.subTest(dtype=dtype, op=name, patch=patch, row=width):
+                    t = x[:, :width].contiguous().requires_grad_()
+                    out, code, remarks = gradient(fn, t, **patch)
+                    tf = t.detach().float().requires_grad_()
+                    (ref,) = torch.autograd.grad(fn(tf, -1).square().sum(), tf)
+                    tol = 1e-4 if dtype == torch.float32 else 2e-2
+                    torch.testing.assert_close(out.float(), ref, atol=tol, rtol=tol)
+                    backward = [
+                        r
+                        for r in remarks
+                        if r["args"].get("row_inputs", 1) >= 2
+                        and r["args"].get("loop_block")
+                    ]
+                    self.assertEqual(len(backward), 1)
+                    args = backward[0]["args"]
+                    if aligned:
+                        self.assertEqual(
+                            args.get("aligned_vector"), 16 // x.element_size()
+                        )
+                        self.assertEqual(
+                            (args["loop_block"], args["loop_warps"]), (8192, 32)
+                        )
+                        self.assertIn("r0_lead", code)
+                    else:
+                        self.assertNotIn("aligned_vector", args)
+                        self.assertEqual(args["loop_block"], 4096)
+                        if dtype == torch.float32:
+                            # float32's forward keeps upstream's loop
+                            self.assertNotIn("r0_lead", code)
 
     def rows(self, width: int, layout: str, dtype: torch.dtype) -> torch.Tensor:
         """Rows of ``width`` in ``layout``: contiguous; one row in, rows 3

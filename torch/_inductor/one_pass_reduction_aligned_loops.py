@@ -26,6 +26,9 @@ branches.  A load of another buffer (a norm's weight, indexed by the
 position in the row alone) whose start is not provably congruent to the
 row's keeps upstream's index and mask.
 
+The same steps serve a backward's loop over two or more row-long inputs
+(:func:`two_input_loop`), at wider steps.
+
 The hooks, :func:`index_str` (``TritonKernel.indexing``),
 :func:`applies` / :func:`write_loop` (``TritonKernel.codegen_body``) and
 :func:`keeps_element_accumulators` (``TritonKernel.use_scalar_accumulators``,
@@ -41,6 +44,10 @@ from typing import Any
 import sympy
 
 from . import config
+from .one_pass_reduction_decision import (
+    ALIGNED_TWO_INPUT_LOOP_BLOCK,
+    ALIGNED_TWO_INPUT_LOOP_WARPS,
+)
 from .utils import sympy_index_symbol
 from .virtualized import V
 
@@ -146,6 +153,45 @@ def online_loop(
             upstream_scalar_loop=True,
         )
     return decision
+
+
+def two_input_loop(decision: Any, itemsizes: list[int], *, aligned: bool) -> Any:
+    """``decision`` (a looped kernel of two or more row-long inputs that
+    reads its row again: a softmax's, log-softmax's or norm's backward, no
+    online softmax) in aligned steps of
+    :data:`~.one_pass_reduction_decision.ALIGNED_TWO_INPUT_LOOP_BLOCK`
+    where its rows start off a 16-byte boundary and ``aligned``
+    (``config.one_pass_reductions_aligned_loads``); any other decision as
+    it is.
+
+    Why: at such rows every load of the pass's masked loop (steps of 4096,
+    16 warps) is a scalar one, and that form, not the kernel's arithmetic,
+    bounds it.  A log-softmax's backward at 2670 x 50257 on the H100 took
+    890 us in float32 (eager 770); a loop of the same form that only moves
+    the bytes took 910, one of aligned steps of 8192 over 32 warps 664
+    (bfloat16: the pass 378, eager 366, aligned 353): benchmarks/results/
+    one_pass/sums_2.15.0_h100.md, section 5.  Wider steps only where they are
+    aligned: masked, 32 warps fell off a cliff in a float32 softmax's
+    backward at this width (reductions_h100_backward_loop_grid.md)."""
+    if (
+        not aligned
+        or decision.loop_block is None
+        or decision.online
+        or decision.row_inputs < 2
+        or decision.rsplit > 1
+    ):
+        return decision
+    vector = vector_for_row(decision.row, itemsizes)
+    if not vector:
+        return decision
+    return dataclasses.replace(
+        decision,
+        aligned_vector=vector,
+        loop_block=ALIGNED_TWO_INPUT_LOOP_BLOCK,
+        loop_warps=warps_for_vector(
+            ALIGNED_TWO_INPUT_LOOP_BLOCK, ALIGNED_TWO_INPUT_LOOP_WARPS, vector
+        ),
+    )
 
 
 def vector_of(kernel: Any) -> int:

@@ -41,6 +41,16 @@ LOOP_TAIL_WASTE = 0.05
 # 1.7x), which no rule of the row's length or bytes predicted.
 TWO_INPUT_LOOP_BLOCK = 4096
 TWO_INPUT_LOOP_WARPS = 16
+# Such a loop over rows that start off a 16-byte boundary (GPT-2's 50257)
+# walks them in aligned steps of this block and these warps
+# (``one_pass_reduction_aligned_loops.two_input_loop``).  The move-only
+# bound of a backward's form at 2670 x 50257 on the H100, 2.15.0
+# (benchmarks/results/one_pass/sums_2.15.0_h100.md, section 5): float32
+# 910 us masked at 4096 x 16 warps (the pass's 890), 770 masked at 8192 x 32
+# (eager's 770), 664 aligned at 8192 x 32; bfloat16 353 aligned at 8192 x 32
+# against the pass's 378 and eager's 366.
+ALIGNED_TWO_INPUT_LOOP_BLOCK = 8192
+ALIGNED_TWO_INPUT_LOOP_WARPS = 32
 # Upstream's own loop for an inner reduction of a long row (what its
 # heuristics chose for every online softmax and logsumexp the sweep kept
 # upstream's loop for): the pass fixes it only to give it the approximate exp

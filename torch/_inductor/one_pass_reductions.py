@@ -398,13 +398,19 @@ def _kernel_kwargs(
         ),
     )
     # An online softmax's loop: aligned steps, or upstream's own where the
-    # release's scalar accumulators beat the pass's loops
+    # release's scalar accumulators beat the pass's loops; a backward's loop
+    # over rows off a 16-byte boundary: aligned, wider steps
     if row is not None and decision.rsplit == 1:
         decision = one_pass_reduction_aligned_loops.online_loop(
             decision,
             kernel_rows.row_long_itemsizes(nodes, numel, row),
             aligned=bool(config.one_pass_reductions_aligned_loads),
             scalar_accumulators=release_compat.scalar_accumulators_on(),
+        )
+        decision = one_pass_reduction_aligned_loops.two_input_loop(
+            decision,
+            kernel_rows.row_long_itemsizes(nodes, numel, row),
+            aligned=bool(config.one_pass_reductions_aligned_loads),
         )
     one_pass_reduction_remarks.record(decision, nodes)
     config_class = _config_class()

@@ -173,7 +173,8 @@ benchmarks)
 focus)
     # One piece of work at a time, for a change under way: the tests named by
     # TESTS (pytest -k FOCUS_K) for at most TESTS_S seconds, then the command
-    # PROBE (if set, for at most PROBE_S seconds), then a reductions sweep (OPS, ARMS, DTYPES, ROWS,
+    # PROBE (if set, for at most PROBE_S seconds), then PROBE_2 and PROBE_3
+    # (PROBE_2_S, PROBE_3_S; PROBE_S unless set), then a reductions sweep (OPS, ARMS, DTYPES, ROWS,
     # ROW_COUNTS, TOTAL, PASSES; ROUNDS: arms interleaved) in one process until the deadline.
     start=$(date +%s)
     if [ -n "${TESTS:-}" ]; then
@@ -187,6 +188,16 @@ focus)
         timeout "${PROBE_S:-120}" python3 tools/fork.py run -- $PROBE >"$OUT/probe.log" 2>&1
         tail -n 12 "$OUT/probe.log"
     fi
+    # PROBE_2 and PROBE_3 likewise, each with its own OUT (probe_2/, probe_3/)
+    for n in 2 3; do
+        eval "probe=\${PROBE_$n:-}" "probe_s=\${PROBE_${n}_S:-\${PROBE_S:-120}}"
+        if [ -n "$probe" ]; then
+            mkdir -p "$OUT/probe_$n"
+            OUT="$OUT/probe_$n" timeout "$probe_s" python3 tools/fork.py run -- $probe \
+                >"$OUT/probe_$n/probe.log" 2>&1
+            tail -n 12 "$OUT/probe_$n/probe.log"
+        fi
+    done
     left=$((deadline - $(date +%s) + start))
     if [ -n "${ARMS:-}" ] && [ "$left" -gt 60 ]; then
         timeout "$left" python3 tools/fork.py run -- python3 benchmarks/fusion/reductions.py \

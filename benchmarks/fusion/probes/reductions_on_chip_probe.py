@@ -28,6 +28,9 @@ held on chip (at 64: 32 warps of 64 elements a thread).
 ``--sums-on-chip`` holds the kernels that only sum on chip in the pass's
 settings, as the pass did before its ``one_pass_sums_at_copy_speed`` rule.
 
+``--unaligned`` adds the pass and each forced loop without its aligned
+steps (``one_pass_reductions_aligned_loads`` off).
+
 ``--backward`` times forward+backward steps instead (the gradient of the
 input for a fixed incoming gradient), each kernel of both in the profile.
 
@@ -57,13 +60,16 @@ def settings(
     loop_ept: int,
     on_chip_ept: int | None = None,
     sums_on_chip: bool = False,
+    unaligned: bool = False,
 ) -> list[dict[str, Any]]:
     """Upstream, the pass, the pass on chip at each of ``on_chip_warps``
     (at ``on_chip_ept`` elements per thread where given), and the pass made
     to loop (``loop_ept`` elements per thread) at each (R0_BLOCK, warps) of
     ``loops``.  With ``sums_on_chip`` every setting of the pass holds
     kernels that only sum on chip too (``one_pass_reductions_sums_on_chip``),
-    and its own choice is named ``pass_sums_on_chip``."""
+    and its own choice is named ``pass_sums_on_chip``.  With ``unaligned``
+    the pass and each loop come again without aligned steps
+    (``one_pass_reductions_aligned_loads`` off; ``..._unaligned``)."""
     on_chip_extra = {} if on_chip_ept is None else {"ept": on_chip_ept}
     sums = {"sums_on_chip": True} if sums_on_chip else {}
     out: list[dict[str, Any]] = [
@@ -90,6 +96,12 @@ def settings(
         }
         for r0, w in loops
     ]
+    if unaligned:
+        out += [
+            {**s, "name": f"{s['name']}_unaligned", "unaligned": True}
+            for s in out
+            if s["on"] and not s["name"].startswith("on_chip")
+        ]
     return out
 
 
@@ -156,6 +168,8 @@ def run(
         patch["one_pass_reductions_elements_per_thread"] = setting["ept"]
     if setting.get("sums_on_chip"):
         patch["one_pass_reductions_sums_on_chip"] = True
+    if setting.get("unaligned"):
+        patch["one_pass_reductions_aligned_loads"] = False
     torch._dynamo.reset()
     before = len(PyCodeCache.modules)
     with inductor_config.patch(patch):
@@ -248,7 +262,12 @@ def main(argv: list[str] | None = None) -> int:
         type=lambda s: [tuple(map(int, v.split("x"))) for v in s.split(",")],
         default=[(4096, 32768)],
     )
-    p.add_argument("--dtype", default="bfloat16")
+    p.add_argument(
+        "--dtype",
+        type=lambda s: s.split(","),
+        default=["bfloat16"],
+        help="one dtype or several, e.g. float32,bfloat16",
+    )
     p.add_argument(
         "--backward",
         action="store_true",
@@ -278,46 +297,63 @@ def main(argv: list[str] | None = None) -> int:
         help="the pass's settings hold kernels that only sum on chip too "
         "(the counterfactual of its one_pass_sums_at_copy_speed rule)",
     )
+    p.add_argument(
+        "--unaligned",
+        action="store_true",
+        help="the pass and each loop again without aligned steps "
+        "(one_pass_reductions_aligned_loads off)",
+    )
     args = p.parse_args(argv)
     from reductions_loop_configs import _wrap_hook
 
     _wrap_hook()
     results = []
-    for op in args.ops:
-        for rows, row in args.shapes:
-            for setting in settings(
-                args.on_chip_warps,
-                args.loops,
-                args.loop_ept,
-                args.on_chip_ept,
-                args.sums_on_chip,
-            ):
-                try:
-                    res = run(op, rows, row, args.dtype, setting, args.backward)
-                except Exception as e:  # a setting Triton cannot compile
-                    res = {"op": op, "shape": [rows, row], "setting": setting["name"]}
-                    res["error"] = f"{type(e).__name__}: {str(e)[:300]}"
-                results.append(res)
-                regs = [
-                    (k["kernel"][-12:], k["num_warps"], k["n_regs"], k["n_spills"])
-                    for k in res.get("kernels", [])
-                ]
-                pct = res.get("fraction_of_copy", 0)
-                times = [
-                    f"{name[:28]} {us:.1f}"
-                    for name, us in res.get("kernel_us", {}).items()
-                ]
-                print(
-                    op,
-                    f"{rows}x{row}",
-                    setting["name"],
-                    f"{res.get('us', 0):.1f} us ({pct:.0%} of copy)",
-                    regs or res.get("error"),
-                    times,
-                    flush=True,
-                )
-                with open(f"{OUT}/probe_on_chip.json", "w") as fh:
-                    json.dump(results, fh, indent=1)
+    cases = [
+        (op, shape, dtype)
+        for dtype in args.dtype
+        for op in args.ops
+        for shape in args.shapes
+    ]
+    for op, (rows, row), dtype in cases:
+        for setting in settings(
+            args.on_chip_warps,
+            args.loops,
+            args.loop_ept,
+            args.on_chip_ept,
+            args.sums_on_chip,
+            args.unaligned,
+        ):
+            try:
+                res = run(op, rows, row, dtype, setting, args.backward)
+            except Exception as e:  # a setting Triton cannot compile
+                res = {
+                    "op": op,
+                    "shape": [rows, row],
+                    "dtype": dtype,
+                    "setting": setting["name"],
+                }
+                res["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            results.append(res)
+            regs = [
+                (k["kernel"][-12:], k["num_warps"], k["n_regs"], k["n_spills"])
+                for k in res.get("kernels", [])
+            ]
+            pct = res.get("fraction_of_copy", 0)
+            times = [
+                f"{name[:28]} {us:.1f}" for name, us in res.get("kernel_us", {}).items()
+            ]
+            print(
+                op,
+                dtype,
+                f"{rows}x{row}",
+                setting["name"],
+                f"{res.get('us', 0):.1f} us ({pct:.0%} of copy)",
+                regs or res.get("error"),
+                times,
+                flush=True,
+            )
+            with open(f"{OUT}/probe_on_chip.json", "w") as fh:
+                json.dump(results, fh, indent=1)
     return 0
 
 
