@@ -609,13 +609,51 @@ class TestCuda(TestCase):
                         re.sub(r"#.*", "", code), re.sub(r"#.*", "", ref_code)
                     )
 
+    def test_a_layer_norms_three_reads_go_on_chip_only_up_to_4096(self):
+        """A bfloat16 layer norm's forward (upstream's two-step variance:
+        three sums over the row, three reads) goes on chip at 4096 and keeps
+        upstream's loop at 8192 (``one_pass_sums_at_copy_speed``), with the
+        default's code.  Counterfactual: with
+        ``one_pass_reductions_sums_on_chip`` it goes on chip at 8192 too."""
+        for row, on_chip, patch in (
+            (4096, True, {}),
+            (8192, False, {}),
+            (8192, True, {"one_pass_reductions_sums_on_chip": True}),
+        ):
+            with self.subTest(row=row, patch=patch):
+                x = torch.randn(1024, row, device="cuda", dtype=torch.bfloat16)
+
+                def fn(t, row=row):
+                    return F.layer_norm(t, (row,))
+
+                got, code, remarks = self.compile(
+                    fn, x, one_pass_reductions=True, **patch
+                )
+                self.assertEqual(got, fn(x), atol=3e-2, rtol=3e-2)
+                self.assertEqual(len(remarks), 1, remarks)
+                (remark,) = remarks
+                self.assertEqual(remark["args"]["phases"], 3)
+                if on_chip:
+                    self.assertEqual(remark["reason"], "one_pass_row_on_chip")
+                    self.assertIn("triton_heuristics.fixed_config", code)
+                else:
+                    self.assertEqual(remark["reason"], "one_pass_sums_at_copy_speed")
+                    self.assertEqual(remark["kind"], "missed")
+                    _, ref_code, _ = self.compile(fn, x, one_pass_reductions=False)
+                    # upstream's code but for comments (kernel paths)
+                    self.assertEqual(
+                        re.sub(r"#.*", "", code), re.sub(r"#.*", "", ref_code)
+                    )
+
     def test_a_backward_reading_its_row_once_keeps_upstreams_loop(self):
         """A cross-entropy backward at 50257 sums its one-hot gradient from
         indices, then reads the logits once: no re-read for a wide loop to
         take from L2 (GPT-2's was 13% slower looped), so it keeps upstream's
         configuration.  Counterfactual: a softmax backward of the same shape
         from a saved output ``p``, ``p * (g - sum(g * p))``, reads its rows
-        in both phases and is looped."""
+        in both phases and is looped, at a row off a 16-byte boundary in
+        aligned steps of 8192 over 32 warps
+        (``one_pass_reduction_aligned_loops.two_input_loop``)."""
         x = torch.randn(512, 50257, device="cuda", requires_grad=True)
         y = torch.randint(0, 50257, (512,), device="cuda")
         g = torch.randn(512, 50257, device="cuda")
@@ -643,15 +681,17 @@ class TestCuda(TestCase):
                 ]
                 self.assertEqual(len(backward), 1, str(remarks))
                 self.assertEqual("loop_block" in backward[0]["args"], looped)
-                # Two row-long inputs (g and p): 16 warps in steps of 4096.
-                self.assertEqual("'R0_BLOCK': 4096, 'num_warps': 16" in code, looped)
+                # Two row-long inputs (g and p), rows off a 16-byte boundary:
+                # 32 warps in aligned steps of 8192.
+                self.assertEqual("'R0_BLOCK': 8192, 'num_warps': 32" in code, looped)
+                self.assertEqual("r0_lead" in code, looped)
 
-    def test_a_backward_reading_its_row_once_needs_a_block_of_fewer_warps(self):
-        """A cross-entropy backward reads its row once: at 16384 (16 warps)
-        it goes on chip; at 32000 (32 warps, alone on its SM) it keeps
-        upstream's loop (``one_pass_row_read_once``), while its forward's
-        online logsumexp still goes on chip."""
-        for row, on_chip in ((16384, True), (32000, False)):
+    def test_a_backward_reading_its_row_once_needs_a_small_block(self):
+        """A cross-entropy backward reads its row once: at 8192 (8 warps)
+        it goes on chip; at 16384 (16 warps, one block a multiprocessor) it
+        keeps upstream's loop (``one_pass_row_read_once``), while its
+        forward's online logsumexp still goes on chip."""
+        for row, on_chip in ((8192, True), (16384, False)):
             with self.subTest(row=row):
                 x = torch.randn(
                     512, row, device="cuda", dtype=torch.bfloat16, requires_grad=True
@@ -672,20 +712,19 @@ class TestCuda(TestCase):
                 self.assertEqual(len(one_read), 1, str(remarks))
                 if on_chip:
                     self.assertEqual(one_read[0]["reason"], "one_pass_row_on_chip")
-                    self.assertEqual(one_read[0]["args"]["num_warps"], 16)
+                    self.assertEqual(one_read[0]["args"]["num_warps"], 8)
                 else:
                     self.assertEqual(one_read[0]["reason"], "one_pass_row_read_once")
                     self.assertEqual(one_read[0]["kind"], "missed")
-                    self.assertEqual(one_read[0]["args"]["num_warps_on_chip"], 32)
-                # Its forward's online logsumexp goes on chip, but at 32 warps
-                # where the release folds its loop to per-row scalars
-                # (test_an_online_softmax_at_a_folded_row_keeps_the_scalar_loop).
-                scalar = getattr(config.triton, "scalar_accumulators", False)
-                forward = "one_pass_row_on_chip"
-                if scalar and not on_chip:
-                    forward = "one_pass_scalar_loop_faster"
+                    self.assertEqual(one_read[0]["args"]["num_warps_on_chip"], 16)
+                # Its forward's online logsumexp goes on chip in fewer than 32
+                # warps, also where the release folds its loop to per-row
+                # scalars (test_an_online_softmax_at_a_folded_row_keeps_the_
+                # scalar_loop).
                 online = [r for r in remarks if r["args"].get("online_softmax")]
-                self.assertEqual([r["reason"] for r in online], [forward])
+                self.assertEqual(
+                    [r["reason"] for r in online], ["one_pass_row_on_chip"]
+                )
 
     def test_row_inputs_make_a_norm_backward_too_long(self):
         """A layer norm backward at a row of 16384 holds the gradient, the

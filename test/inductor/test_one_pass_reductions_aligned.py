@@ -393,7 +393,7 @@ class TestAlignedLoadsCuda(TestCase):
         # A softmax's and log-softmax's backward (the gradient and the
         # output, two row-long inputs) at 50257: aligned steps of 8192 over
         # 32 warps (two_input_loop), float32 and bfloat16.
-        def gradient(fn, t, **patch):
+        def gradient(fn, t, g, **patch):
             torch._dynamo.reset()
             with (
                 config.patch(
@@ -401,9 +401,9 @@ class TestAlignedLoadsCuda(TestCase):
                 ),
                 fusion_report.capture() as rep,
             ):
-                compiled = torch.compile(lambda a: fn(a, -1).float().square().sum())
+                compiled = torch.compile(lambda a: fn(a, -1))
                 out, codes = run_and_get_code(
-                    lambda: torch.autograd.grad(compiled(t), t)[0]
+                    lambda: torch.autograd.grad(compiled(t), t, g)[0]
                 )
             remarks = [
                 r
@@ -426,9 +426,11 @@ class TestAlignedLoadsCuda(TestCase):
             ):
                 with self.subTest(dtype=dtype, op=name, patch=patch, row=width):
                     t = x[:, :width].contiguous().requires_grad_()
-                    out, code, remarks = gradient(fn, t, **patch)
+                    # a fixed incoming gradient: the kernel's second input
+                    g = torch.randn_like(t)
+                    out, code, remarks = gradient(fn, t, g, **patch)
                     tf = t.detach().float().requires_grad_()
-                    (ref,) = torch.autograd.grad(fn(tf, -1).square().sum(), tf)
+                    (ref,) = torch.autograd.grad(fn(tf, -1), tf, g.float())
                     tol = 1e-4 if dtype == torch.float32 else 2e-2
                     torch.testing.assert_close(out.float(), ref, atol=tol, rtol=tol)
                     backward = [

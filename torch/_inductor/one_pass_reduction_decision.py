@@ -76,6 +76,21 @@ WIDE_ELEMENT_ROW_LIMIT = 32768
 # loop reaches a copy's speed, and the pass keeps it
 # (``one_pass_scalar_loop_faster``).
 SCALAR_LOOP_MIN_ROW = 4096
+# A kernel that reads its row from memory once (a cross-entropy backward)
+# goes on chip only in a block of at most this many warps
+# (``one_pass_row_read_once``).  H200, 2.15.0, bfloat16 cross-entropy
+# backward kernel: 156 us on chip in 8 warps against upstream's 176 at
+# 16384 x 8192, 202 in 16 warps against 167 at 8192 x 16384
+# (benchmarks/results/one_pass/backward_loops_2.15.0_h200.md); on the H100
+# its forward+backward at 8192 x 16384 was 322 against 305 us.
+READ_ONCE_MAX_WARPS = 8
+# A kernel of sums that reads its row three times (a 16-bit layer norm's
+# two-step forward: the mean, the variance about it, the scale) saves two
+# reads on chip, worth it up to this row: 188 against upstream's 200 us at
+# 32768 x 4096 on the H100; above it upstream's loop was faster (H100 177
+# against 190 us at 16384 x 8192; H200 127 against 140 and 130 against 136
+# at 8192 x 16384: backward_loops_2.15.0_h200.md).
+THREE_READ_SUMS_MAX_ROW = 4096
 
 
 def max_row_elements(elements_per_thread: int) -> int:
@@ -174,9 +189,9 @@ def decide(
     holding on chip even in one pass; ``memory_passes``: how many of the
     phases read the row from memory (``one_pass_reduction_rows.
     memory_passes``; ``phases`` when not given).  A kernel that reads its
-    row once is held on chip only in a block of fewer than
-    :data:`MAX_WARPS` warps (else ``one_pass_row_read_once``), and is never
-    looped in wide steps.  Where the release's loop folds each step to
+    row once is held on chip only in a block of at most
+    :data:`READ_ONCE_MAX_WARPS` warps (else ``one_pass_row_read_once``),
+    and is never looped in wide steps.  Where the release's loop folds each step to
     per-row scalars (``scalar_accumulators``: 2.15.0's
     ``triton.scalar_accumulators``), an online softmax that reads its row
     twice is held on chip only at rows the release does not fold, of at
@@ -190,7 +205,8 @@ def decide(
     (``one_pass_reduction_rows.gathers``).
     ``sums_only``: every reduction of the kernel is a plain sum
     (``one_pass_reduction_rows.sums_only``); such a kernel that reads its
-    row from memory exactly twice keeps upstream's loop
+    row from memory twice, or three times at rows longer than
+    :data:`THREE_READ_SUMS_MAX_ROW`, keeps upstream's loop
     (``one_pass_sums_at_copy_speed``) unless ``sums_on_chip``
     (``config.one_pass_reductions_sums_on_chip``) or it ``gathers``.
     ``rsplit``: the blocks each row is split over
@@ -278,16 +294,14 @@ def decide(
         memory_passes is not None
         and memory_passes < 2
         and not online
-        and num_warps >= MAX_WARPS
+        and num_warps > READ_ONCE_MAX_WARPS
     ):
         # One read already: on chip it saves only the loop of its phase
-        # that reads nothing, which a block of MAX_WARPS, alone on its SM
-        # (no second block's loads to overlap), does not pay for.  A
-        # cross-entropy backward at 8192 x 32000 was 390 -> 460 us on chip;
-        # at rows of 4096-16384 (at most 16 warps) it gained 1.03-1.28x
-        # before 2.15.0.  On 2.15.0 at 8192 x 16384 (16 warps) its
-        # forward+backward was behind the default, 322 against 305 us
-        # (sums_2.15.0_h100.md): not yet a rule, its kernel not yet timed.
+        # that reads nothing, which a block of 16 or 32 warps (one a
+        # multiprocessor at its registers: no second block's loads to
+        # overlap) does not pay for.  A cross-entropy backward at
+        # 8192 x 32000 was 390 -> 460 us on chip (H100, before 2.15.0); on
+        # 2.15.0 see READ_ONCE_MAX_WARPS.
         return Decision(
             Reason.ONE_PASS_ROW_READ_ONCE,
             phases,
@@ -302,7 +316,13 @@ def decide(
         and not sums_on_chip
         and not online
         and not gathers
-        and (phases if memory_passes is None else memory_passes) == 2
+        and (
+            (phases if memory_passes is None else memory_passes) == 2
+            or (
+                (phases if memory_passes is None else memory_passes) >= 3
+                and row > THREE_READ_SUMS_MAX_ROW
+            )
+        )
     ):
         # A plain sum adds once an element per pass: its loop's second read
         # comes from L2 as fast as the row from registers.  H100, 2.15.0,
@@ -313,7 +333,8 @@ def decide(
         # chip (interleaved_2.15.0_h100.md).  On 2.11.0 on chip was level
         # (reductions_h100_final_sweep.md).  Three reads (a 16-bit layer
         # norm's forward: the mean, the variance about it, the scale) save
-        # two on chip: 200 -> 188 us at 32768 x 4096.
+        # two on chip: 200 -> 188 us at 32768 x 4096, but not at longer
+        # rows (THREE_READ_SUMS_MAX_ROW).
         return Decision(
             Reason.ONE_PASS_SUMS_AT_COPY_SPEED,
             phases,

@@ -123,7 +123,8 @@ def record(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
         detail = (
             f"the kernel reads its row of {decision.row} elements{inputs} from "
             f"memory once; on chip it would take a block of {decision.limit} "
-            f"warps alone on its multiprocessor: {passes} kept in upstream's loop"
+            f"warps, one a multiprocessor with no other block's loads to "
+            f"overlap: {passes} kept in upstream's loop"
         )
     elif decision.reason == Reason.ONE_PASS_SCALAR_LOOP_FASTER:
         args["num_warps_on_chip"] = decision.limit

@@ -666,7 +666,7 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.ONE_PASS_ROW_READ_ONCE: (
         _H,
-        "config.one_pass_reductions kept a softmax-class kernel's loop: the kernel reads its row from memory once already, and holding it on chip would take a block of 32 warps alone on its multiprocessor, which saves less than it costs",
+        "config.one_pass_reductions kept a softmax-class kernel's loop: the kernel reads its row from memory once already, and holding it on chip would take a block of 16 or 32 warps, one a multiprocessor with no other block's loads to overlap, which saves less than it costs",
     ),
     R.ONE_PASS_SCALAR_LOOP_FASTER: (
         _H,
@@ -674,7 +674,7 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.ONE_PASS_SUMS_AT_COPY_SPEED: (
         _H,
-        "config.one_pass_reductions kept upstream's loop for a kernel whose reductions are all sums and which reads its row twice (an RMS norm's forward; the backward of a norm, a softmax or a log-softmax): it adds once an element per pass, so the loop's second read, from L2, is as fast as the row held on chip; config.one_pass_reductions_sums_on_chip holds it on chip",
+        "config.one_pass_reductions kept upstream's loop for a kernel whose reductions are all sums and which reads its row twice (an RMS norm's forward; the backward of a norm, a softmax or a log-softmax), or three times at rows longer than 4096 (a 16-bit layer norm's two-step forward): it adds once an element per pass, so the loop's second read, from L2, is as fast as the row held on chip; config.one_pass_reductions_sums_on_chip holds it on chip",
     ),
     R.ONE_PASS_ROW_SPLIT: (
         _F,
