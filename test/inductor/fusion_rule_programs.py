@@ -743,6 +743,7 @@ UNTESTED: dict[str, str] = {
     "one_pass_row_read_once": "GPU only: Triton reductions; test_one_pass_reductions.py TestCuda",
     "one_pass_scalar_loop_faster": "GPU only, 2.15.0 on: Triton reductions with triton.scalar_accumulators; test_one_pass_reductions.py TestCuda",
     "one_pass_sums_at_copy_speed": "GPU only: Triton reductions; test_one_pass_reductions.py TestCuda",
+    "one_pass_loop_at_copy_speed": "GPU only: Triton reductions; test_one_pass_reductions.py TestCuda",
     "one_pass_row_split": "GPU only: Triton cooperative reductions; test_one_pass_reductions_split_rows.py TestSplitRowsCuda",
     "one_pass_dynamic_row": "GPU only: Triton reductions; test_one_pass_reductions.py TestCuda",
     "one_pass_rows_not_contiguous": "GPU only, and no program found yet: softmax over dim 0, or along a transposed dim, on CUDA gave no kernel of two phases that the pass decides (daa2c8a, reverted); the rule is tested by TestDecision in test_one_pass_reductions_decision.py",

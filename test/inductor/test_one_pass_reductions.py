@@ -495,27 +495,23 @@ class TestCuda(TestCase):
 
     def test_training_steps_go_on_chip_with_their_row_values(self):
         """Softmax, layer norm and RMS norm forward and backward at a bfloat16
-        row of 8192 go on chip, the norms' saved statistics (one value per
+        row of 4096 go on chip, the norms' saved statistics (one value per
         row) included, and equal eager; the kernels that only sum go on chip
         where ``one_pass_reductions_sums_on_chip`` asks for it (by default
         they keep upstream's loop: test_kernels_of_sums_keep_upstreams_loop),
-        the softmax's forward where the release's scalar accumulators are off.
         In float32 the same steps keep upstream's loops, which run at a
-        copy's speed at that length: no remark and no fixed configuration."""
-        # A release's scalar accumulators keep an online softmax's loop at
-        # 8192 (test_an_online_softmax_at_a_folded_row_keeps_the_scalar_loop).
-        without_scalars = (
-            {"triton.scalar_accumulators": False}
-            if hasattr(config.triton, "scalar_accumulators")
-            else {}
-        )
-        x32 = torch.randn(2048, 8192, device="cuda", requires_grad=True)
+        copy's speed at that length: no remark and no fixed configuration.
+        (At 8192 a layer norm's forward and, with the release's scalar
+        accumulators, a softmax's keep upstream's loop:
+        test_a_layer_norms_forward_goes_on_chip_only_up_to_4096,
+        test_an_online_softmax_at_a_folded_row_keeps_the_scalar_loop.)"""
+        x32 = torch.randn(2048, 4096, device="cuda", requires_grad=True)
         x = x32.detach().bfloat16().requires_grad_(True)
-        g = torch.randn(2048, 8192, device="cuda", dtype=torch.bfloat16)
+        g = torch.randn(2048, 4096, device="cuda", dtype=torch.bfloat16)
         cases = (
             ("softmax", lambda t: torch.softmax(t, -1)),
-            ("layer_norm", lambda t: F.layer_norm(t, (8192,))),
-            ("rms_norm", lambda t: F.rms_norm(t, (8192,))),
+            ("layer_norm", lambda t: F.layer_norm(t, (4096,))),
+            ("rms_norm", lambda t: F.rms_norm(t, (4096,))),
         )
         for name, fn in cases:
             with self.subTest(op=name):
@@ -531,14 +527,13 @@ class TestCuda(TestCase):
                     x,
                     one_pass_reductions=True,
                     one_pass_reductions_sums_on_chip=True,
-                    **without_scalars,
                 )
                 self.assertEqual(got, expected, atol=3e-2, rtol=3e-2)
                 reasons = [r["reason"] for r in remarks]
                 self.assertGreaterEqual(len(reasons), 2, reasons)
                 self.assertEqual(set(reasons), {"one_pass_row_on_chip"})
                 self.assertEqual(
-                    len(re.findall(r"R0_BLOCK: tl.constexpr = 8192", code)),
+                    len(re.findall(r"R0_BLOCK: tl.constexpr = 4096", code)),
                     len(reasons),
                 )
 
@@ -559,7 +554,7 @@ class TestCuda(TestCase):
                 # Counterfactual: off, every kernel loops over its row.
                 _, code, remarks = self.compile(step, x, one_pass_reductions=False)
                 self.assertEqual(remarks, [])
-                self.assertNotIn("R0_BLOCK: tl.constexpr = 8192", code)
+                self.assertNotIn("R0_BLOCK: tl.constexpr = 4096", code)
 
     def test_kernels_of_sums_keep_upstreams_loop(self):
         """At a bfloat16 row of 4096, the kernels whose reductions are all
@@ -609,36 +604,30 @@ class TestCuda(TestCase):
                         re.sub(r"#.*", "", code), re.sub(r"#.*", "", ref_code)
                     )
 
-    def test_a_layer_norms_three_reads_go_on_chip_only_up_to_4096(self):
-        """A bfloat16 layer norm's forward (upstream's two-step variance:
-        three sums over the row, three reads) goes on chip at 4096 and keeps
-        upstream's loop at 8192 (``one_pass_sums_at_copy_speed``), with the
-        default's code.  Counterfactual: with
-        ``one_pass_reductions_sums_on_chip`` it goes on chip at 8192 too."""
-        for row, on_chip, patch in (
-            (4096, True, {}),
-            (8192, False, {}),
-            (8192, True, {"one_pass_reductions_sums_on_chip": True}),
-        ):
-            with self.subTest(row=row, patch=patch):
+    def test_a_layer_norms_forward_goes_on_chip_only_up_to_4096(self):
+        """A bfloat16 layer norm's forward (a Welford reduction, then the
+        scale: two reads of the row) goes on chip at 4096 and keeps
+        upstream's loop at 8192 (``one_pass_loop_at_copy_speed``), with the
+        default's code.  The row of 4096 is the rule's counterfactual."""
+        for row, on_chip in ((4096, True), (8192, False)):
+            with self.subTest(row=row):
                 x = torch.randn(1024, row, device="cuda", dtype=torch.bfloat16)
 
                 def fn(t, row=row):
                     return F.layer_norm(t, (row,))
 
-                got, code, remarks = self.compile(
-                    fn, x, one_pass_reductions=True, **patch
-                )
+                got, code, remarks = self.compile(fn, x, one_pass_reductions=True)
                 self.assertEqual(got, fn(x), atol=3e-2, rtol=3e-2)
                 self.assertEqual(len(remarks), 1, remarks)
                 (remark,) = remarks
-                self.assertEqual(remark["args"]["phases"], 3)
+                self.assertEqual(remark["args"]["phases"], 2)
                 if on_chip:
                     self.assertEqual(remark["reason"], "one_pass_row_on_chip")
                     self.assertIn("triton_heuristics.fixed_config", code)
                 else:
-                    self.assertEqual(remark["reason"], "one_pass_sums_at_copy_speed")
+                    self.assertEqual(remark["reason"], "one_pass_loop_at_copy_speed")
                     self.assertEqual(remark["kind"], "missed")
+                    self.assertEqual(remark["args"]["num_warps_on_chip"], 8)
                     _, ref_code, _ = self.compile(fn, x, one_pass_reductions=False)
                     # upstream's code but for comments (kernel paths)
                     self.assertEqual(

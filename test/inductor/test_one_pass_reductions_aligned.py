@@ -431,8 +431,13 @@ class TestAlignedLoadsCuda(TestCase):
                     out, code, remarks = gradient(fn, t, g, **patch)
                     tf = t.detach().float().requires_grad_()
                     (ref,) = torch.autograd.grad(fn(tf, -1), tf, g.float())
-                    tol = 1e-4 if dtype == torch.float32 else 2e-2
-                    torch.testing.assert_close(out.float(), ref, atol=tol, rtol=tol)
+                    # bfloat16: the saved output's rounding, times the row's
+                    # sum of the gradient (hundreds), on the aligned and the
+                    # masked loop alike
+                    atol, rtol = (
+                        (1e-4, 1e-4) if dtype == torch.float32 else (8e-2, 2e-2)
+                    )
+                    torch.testing.assert_close(out.float(), ref, atol=atol, rtol=rtol)
                     backward = [
                         r
                         for r in remarks

@@ -84,13 +84,15 @@ SCALAR_LOOP_MIN_ROW = 4096
 # (benchmarks/results/one_pass/backward_loops_2.15.0_h200.md); on the H100
 # its forward+backward at 8192 x 16384 was 322 against 305 us.
 READ_ONCE_MAX_WARPS = 8
-# A kernel of sums that reads its row three times (a 16-bit layer norm's
-# two-step forward: the mean, the variance about it, the scale) saves two
-# reads on chip, worth it up to this row: 188 against upstream's 200 us at
-# 32768 x 4096 on the H100; above it upstream's loop was faster (H100 177
-# against 190 us at 16384 x 8192; H200 127 against 140 and 130 against 136
-# at 8192 x 16384: backward_loops_2.15.0_h200.md).
-THREE_READ_SUMS_MAX_ROW = 4096
+# Any other kernel that reads its row twice (a layer norm's forward: a
+# Welford reduction, then the scale) keeps upstream's loop at rows longer
+# than this (``one_pass_loop_at_copy_speed``): bfloat16 layer norm forward,
+# upstream's loop against on chip, H100 177 against 190 us at 16384 x 8192
+# and 1.6% faster at 8192 x 16384; H200 127 against 140 and 130 against 136
+# (on chip in 16 or 32 warps no faster:
+# benchmarks/results/one_pass/backward_loops_2.15.0_h200.md).  At 4096 on
+# chip was faster: 188 against 200 us at 32768 x 4096 on the H100.
+TWO_READ_ON_CHIP_MAX_ROW = 4096
 
 
 def max_row_elements(elements_per_thread: int) -> int:
@@ -205,10 +207,12 @@ def decide(
     (``one_pass_reduction_rows.gathers``).
     ``sums_only``: every reduction of the kernel is a plain sum
     (``one_pass_reduction_rows.sums_only``); such a kernel that reads its
-    row from memory twice, or three times at rows longer than
-    :data:`THREE_READ_SUMS_MAX_ROW`, keeps upstream's loop
+    row from memory exactly twice keeps upstream's loop
     (``one_pass_sums_at_copy_speed``) unless ``sums_on_chip``
-    (``config.one_pass_reductions_sums_on_chip``) or it ``gathers``.
+    (``config.one_pass_reductions_sums_on_chip``) or it ``gathers``; any
+    other kernel without an online softmax that reads its row twice keeps
+    it at rows longer than :data:`TWO_READ_ON_CHIP_MAX_ROW`
+    (``one_pass_loop_at_copy_speed``), unless it ``gathers``.
     ``rsplit``: the blocks each row is split over
     (``one_pass_reduction_split_rows.row_split``; 1 where rows are not
     split), for every kernel with rows of static length and count, one
@@ -316,13 +320,7 @@ def decide(
         and not sums_on_chip
         and not online
         and not gathers
-        and (
-            (phases if memory_passes is None else memory_passes) == 2
-            or (
-                (phases if memory_passes is None else memory_passes) >= 3
-                and row > THREE_READ_SUMS_MAX_ROW
-            )
-        )
+        and (phases if memory_passes is None else memory_passes) == 2
     ):
         # A plain sum adds once an element per pass: its loop's second read
         # comes from L2 as fast as the row from registers.  H100, 2.15.0,
@@ -333,8 +331,7 @@ def decide(
         # chip (interleaved_2.15.0_h100.md).  On 2.11.0 on chip was level
         # (reductions_h100_final_sweep.md).  Three reads (a 16-bit layer
         # norm's forward: the mean, the variance about it, the scale) save
-        # two on chip: 200 -> 188 us at 32768 x 4096, but not at longer
-        # rows (THREE_READ_SUMS_MAX_ROW).
+        # two on chip.
         return Decision(
             Reason.ONE_PASS_SUMS_AT_COPY_SPEED,
             phases,
@@ -345,6 +342,23 @@ def decide(
             memory_passes=memory_passes,
         )
     reads_twice = (phases if memory_passes is None else memory_passes) >= 2
+    if (
+        not online
+        and not gathers
+        and (phases if memory_passes is None else memory_passes) == 2
+        and row > TWO_READ_ON_CHIP_MAX_ROW
+    ):
+        # Upstream's loop re-reads the row from L2 at a copy's speed there
+        # (TWO_READ_ON_CHIP_MAX_ROW): on chip saves no memory traffic.
+        return Decision(
+            Reason.ONE_PASS_LOOP_AT_COPY_SPEED,
+            phases,
+            row,
+            rows,
+            limit=num_warps,
+            row_inputs=row_inputs,
+            memory_passes=memory_passes,
+        )
     if (
         online
         and scalar_accumulators

@@ -143,6 +143,14 @@ def record(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
             f"{decision.limit} warps would hold it on chip "
             f"(config.one_pass_reductions_sums_on_chip): {passes} kept"
         )
+    elif decision.reason == Reason.ONE_PASS_LOOP_AT_COPY_SPEED:
+        args["num_warps_on_chip"] = decision.limit
+        detail = (
+            f"the kernel reads its row of {decision.row} elements twice: at "
+            f"rows this long upstream's loop re-reads it from L2 at a copy's "
+            f"speed, faster than a block of {decision.limit} warps holding it "
+            f"on chip: {passes} kept"
+        )
     elif decision.reason == Reason.ONE_PASS_DYNAMIC_ROW:
         detail = f"the row length is not static: {passes} kept"
     else:

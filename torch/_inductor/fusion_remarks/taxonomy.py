@@ -209,6 +209,7 @@ class Reason(str, enum.Enum):
     ONE_PASS_ROW_SPLIT = "one_pass_row_split"
     ONE_PASS_SCALAR_LOOP_FASTER = "one_pass_scalar_loop_faster"
     ONE_PASS_SUMS_AT_COPY_SPEED = "one_pass_sums_at_copy_speed"
+    ONE_PASS_LOOP_AT_COPY_SPEED = "one_pass_loop_at_copy_speed"
 
     @property
     def category(self) -> Category:
@@ -674,7 +675,11 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.ONE_PASS_SUMS_AT_COPY_SPEED: (
         _H,
-        "config.one_pass_reductions kept upstream's loop for a kernel whose reductions are all sums and which reads its row twice (an RMS norm's forward; the backward of a norm, a softmax or a log-softmax), or three times at rows longer than 4096 (a 16-bit layer norm's two-step forward): it adds once an element per pass, so the loop's second read, from L2, is as fast as the row held on chip; config.one_pass_reductions_sums_on_chip holds it on chip",
+        "config.one_pass_reductions kept upstream's loop for a kernel whose reductions are all sums and which reads its row twice (an RMS norm's forward; the backward of a norm, a softmax or a log-softmax): it adds once an element per pass, so the loop's second read, from L2, is as fast as the row held on chip; config.one_pass_reductions_sums_on_chip holds it on chip",
+    ),
+    R.ONE_PASS_LOOP_AT_COPY_SPEED: (
+        _H,
+        "config.one_pass_reductions kept upstream's loop for a kernel without an online softmax that reads its row twice (a layer norm's forward: a Welford reduction, then the scale) at a row longer than 4096 elements: there the loop's second read, from L2, keeps it at a copy's speed, and the row held on chip was slower",
     ),
     R.ONE_PASS_ROW_SPLIT: (
         _F,
