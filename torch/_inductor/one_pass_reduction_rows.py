@@ -101,10 +101,11 @@ def has_online_softmax(nodes: Iterable[Any]) -> bool:
 
 def sums_only(nodes: Iterable[Any]) -> bool:
     """Whether every reduction of a kernel of ``nodes`` is a plain sum: an
-    RMS norm's forward (the sum of squares), a 16-bit layer norm's forward
-    at rows up to upstream's ``triton.use_two_step_variance_threshold``
-    (the mean, then the variance about it), the backward of a norm, a
-    softmax or a log-softmax.  Such a kernel does one add an element per
+    RMS norm's forward (the sum of squares), a layer norm's forward where
+    upstream takes the variance in two steps (the mean, then the variance
+    about it: on the CPU at rows up to its threshold; on CUDA a layer
+    norm's variance is a Welford reduction, its input cast to float32
+    first), the backward of a norm, a softmax or a log-softmax.  Such a kernel does one add an element per
     pass, so a pass that re-reads its row from L2 costs little more than
     the same row held in registers; a Welford reduction or an online
     softmax does more work per element and pass."""
