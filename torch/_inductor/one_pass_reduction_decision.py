@@ -48,7 +48,9 @@ TWO_INPUT_LOOP_WARPS = 16
 # (benchmarks/results/one_pass/sums_2.15.0_h100.md, section 5): float32
 # 910 us masked at 4096 x 16 warps (the pass's 890), 770 masked at 8192 x 32
 # (eager's 770), 664 aligned at 8192 x 32; bfloat16 353 aligned at 8192 x 32
-# against the pass's 378 and eager's 366.
+# against the pass's 378 and eager's 366.  The real kernels in this form on
+# the H200: the fastest tried in 7 of 8 backward kernels
+# (backward_loops_2.15.0_h200.md).
 ALIGNED_TWO_INPUT_LOOP_BLOCK = 8192
 ALIGNED_TWO_INPUT_LOOP_WARPS = 32
 # Upstream's own loop for an inner reduction of a long row (what its
@@ -193,8 +195,8 @@ def decide(
     memory_passes``; ``phases`` when not given).  A kernel that reads its
     row once is held on chip only in a block of at most
     :data:`READ_ONCE_MAX_WARPS` warps (else ``one_pass_row_read_once``),
-    and is never looped in wide steps.  Where the release's loop folds each step to
-    per-row scalars (``scalar_accumulators``: 2.15.0's
+    and is never looped in wide steps.  Where the release's loop folds
+    each step to per-row scalars (``scalar_accumulators``: 2.15.0's
     ``triton.scalar_accumulators``), an online softmax that reads its row
     twice is held on chip only at rows the release does not fold, of at
     most :data:`SCALAR_LOOP_MIN_ROW` elements, and one that reads it once
@@ -329,9 +331,9 @@ def decide(
         # benchmarks/results/one_pass/sums_2.15.0_h100.md); at 32768 x 4096
         # a norm's backward kernel took 261 us in upstream's loop, 269 on
         # chip (interleaved_2.15.0_h100.md).  On 2.11.0 on chip was level
-        # (reductions_h100_final_sweep.md).  Three reads (a 16-bit layer
-        # norm's forward: the mean, the variance about it, the scale) save
-        # two on chip.
+        # (reductions_h100_final_sweep.md).  Three reads (a variance taken
+        # in two steps: the mean, the variance about it, the scale) save two
+        # on chip.
         return Decision(
             Reason.ONE_PASS_SUMS_AT_COPY_SPEED,
             phases,
@@ -348,8 +350,9 @@ def decide(
         and (phases if memory_passes is None else memory_passes) == 2
         and row > TWO_READ_ON_CHIP_MAX_ROW
     ):
-        # Upstream's loop re-reads the row from L2 at a copy's speed there
-        # (TWO_READ_ON_CHIP_MAX_ROW): on chip saves no memory traffic.
+        # At rows this long upstream's loop takes its second read from L2
+        # at a copy's speed, and the row on chip was slower
+        # (TWO_READ_ON_CHIP_MAX_ROW).
         return Decision(
             Reason.ONE_PASS_LOOP_AT_COPY_SPEED,
             phases,
