@@ -135,6 +135,7 @@ FEATURES: tuple[Feature, ...] = (
         files=(
             "torch/_inductor/one_pass_reduction*.py",
             "test/inductor/test_one_pass_reductions*.py",
+            "test/inductor/one_pass_reductions_compile.py",
             "docs/source/torch.compiler_one_pass_reductions.md",
         ),
         markers=(r"\bone_pass_reduction", r"\bone_pass\b"),

@@ -19,7 +19,9 @@ steps at such rows, not with the option off or on a boundary.  Speed is measured
 
 import dataclasses
 import itertools
+import os
 import re
+import sys
 import unittest
 
 import torch
@@ -37,6 +39,13 @@ from torch._inductor.fusion_remarks.taxonomy import Reason
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
 from torch.testing._internal.common_cuda import TEST_CUDA
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+from one_pass_reductions_compile import compile_with_remarks, pass_remarks  # noqa: E402
 
 
 class TestVector(TestCase):
@@ -254,21 +263,7 @@ class TestAlignedLoadsCuda(TestCase):
     ROWS = 264  # two rows per multiprocessor of an H100: looped in wide steps
 
     def compile(self, fn, *args, **patch):
-        torch._dynamo.reset()
-        with (
-            config.patch(
-                {"fx_graph_cache": False, "one_pass_reductions": True, **patch}
-            ),
-            fusion_report.capture() as rep,
-        ):
-            out, codes = run_and_get_code(torch.compile(fn), *args)
-        remarks = [
-            r
-            for g in rep.to_json()["graphs"]
-            for r in g["remarks"]
-            if r["stage"] == "one_pass_reduction"
-        ]
-        return out, "\n".join(codes), remarks
+        return compile_with_remarks(fn, *args, **{"one_pass_reductions": True, **patch})
 
     def test_rows_off_a_boundary_are_walked_in_aligned_steps(self):
         x = torch.randn(self.ROWS, 50257, device="cuda", dtype=torch.bfloat16) * 4
@@ -405,13 +400,7 @@ class TestAlignedLoadsCuda(TestCase):
                 out, codes = run_and_get_code(
                     lambda: torch.autograd.grad(compiled(t), t, g)[0]
                 )
-            remarks = [
-                r
-                for g in rep.to_json()["graphs"]
-                for r in g["remarks"]
-                if r["stage"] == "one_pass_reduction"
-            ]
-            return out, "\n".join(codes), remarks
+            return out, "\n".join(codes), pass_remarks(rep)
 
         for dtype, name in itertools.product(
             (torch.float32, torch.bfloat16), ("softmax", "log_softmax")

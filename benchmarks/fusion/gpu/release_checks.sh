@@ -108,7 +108,7 @@ tests)
         packages/fx_fusion/test/test_fx_fusion.py packages/fx_fusion/test/test_fx_fusion_codegen.py \
         test/inductor/test_launch_bound_combo.py test/inductor/test_one_pass_reductions.py \
         test/inductor/test_one_pass_reductions_correctness.py test/inductor/test_one_pass_reductions_aligned.py \
-        test/inductor/test_one_pass_reductions_split_rows.py \
+        test/inductor/test_one_pass_reductions_split_rows.py test/inductor/test_one_pass_reductions_kept_loops.py \
         -k "GPU or Cuda or cuda or OpInfo or Properties" >"$OUT/tests.log" 2>&1 &
     timeout "$deadline" python3 tools/fork.py run -- python3 benchmarks/fusion/coverage.py \
         --device cuda --modes default --shapes "${SHAPES:-full}" --models "$models" \
