@@ -8,6 +8,10 @@ kernels of the step with their GPU time (``torch.profiler``), so that the
 kernel a setting changes is seen apart from the rest of the step.  The
 override wraps the pass's own ``one_pass_reductions.triton_kernel_kwargs``
 (the hook calls it by module attribute); nothing of upstream is replaced.
+Each setting also records the launcher each Triton kernel kept
+(``launch_facts``: upstream's autotuned winner, registers and spills a
+thread), so that a time can be read against the blocks a multiprocessor
+holds at once.
 
     python benchmarks/fusion/probes/reductions_loop_configs.py   # $OUT/probe_loop_cfg.json
     python benchmarks/fusion/probes/reductions_loop_configs.py --ops cross_entropy_fp32 \\
@@ -89,6 +93,34 @@ def _wrap_hook() -> None:
     opr.triton_kernel_kwargs = overridden
 
 
+def launch_facts(since: int) -> list[dict[str, Any]]:
+    """The launcher each Triton kernel of the modules Inductor loaded after
+    the first ``since`` kept: its config (for an autotuned kernel, the
+    winner) and its registers and spills a thread, from which the blocks a
+    multiprocessor holds at once follow.  Read after the step has run (an
+    autotuned kernel keeps one launcher once it has been timed)."""
+    from torch._inductor.codecache import PyCodeCache
+
+    facts: dict[int, dict[str, Any]] = {}
+    for module in PyCodeCache.modules[since:]:
+        for name, kernel in vars(module).items():
+            launchers = getattr(kernel, "launchers", None)
+            if not name.startswith("triton_") or not launchers or id(kernel) in facts:
+                continue
+            launcher = launchers[0]
+            config = launcher.config
+            facts[id(kernel)] = {
+                "kernel": name,
+                "config": dict(config.kwargs),
+                "num_warps": config.num_warps,
+                "num_stages": config.num_stages,
+                "n_regs": getattr(launcher, "n_regs", None),
+                "n_spills": getattr(launcher, "n_spills", None),
+                "launchers": len(launchers),
+            }
+    return sorted(facts.values(), key=lambda f: f["kernel"])
+
+
 WARPS_STAGES = ((16, 1), (32, 1), (32, 2))
 
 
@@ -120,6 +152,7 @@ def run(
     import triton.testing
     from harness import kernel_time_rounds
     from torch._inductor import config as inductor_config
+    from torch._inductor.codecache import PyCodeCache
     from torch._inductor.utils import run_and_get_code
 
     fn = _ops()[op]
@@ -133,6 +166,7 @@ def run(
         if r0:
             OVERRIDE.update({"R0_BLOCK": r0, "num_warps": w, "num_stages": st})
         torch._dynamo.reset()
+        loaded = len(PyCodeCache.modules)
         with inductor_config.patch(one_pass_reductions=on, fx_graph_cache=False):
             compiled = torch.compile(lambda t, y: fn(t, y), dynamic=False)
 
@@ -150,6 +184,7 @@ def run(
                 Path(OUT, name).write_text("\n".join(codes))
             ms = triton.testing.do_bench_cudagraph(step, return_mode="median")
             kernels = kernel_time_rounds({"step": step}, rounds=1, per_round=3)
+            launches = launch_facts(loaded)
         results.append(
             {
                 "op": op,
@@ -166,6 +201,7 @@ def run(
                     {"name": k["name"], "us": k["s"] * 1e6}
                     for k in kernels["step"]["kernels"]
                 ],
+                "launches": launches,
             }
         )
         print(
@@ -179,6 +215,11 @@ def run(
             [
                 f"{k['name'][:40]} {k['s'] * 1e6:.1f}"
                 for k in kernels["step"]["kernels"]
+            ],
+            [
+                f"{f['kernel'][:40]} {f['config']} w{f['num_warps']} "
+                f"regs {f['n_regs']} spills {f['n_spills']}"
+                for f in launches
             ],
             flush=True,
         )
