@@ -101,15 +101,19 @@ def launch_facts(since: int) -> list[dict[str, Any]]:
     autotuned kernel keeps one launcher once it has been timed)."""
     from torch._inductor.codecache import PyCodeCache
 
-    facts: dict[int, dict[str, Any]] = {}
+    facts: dict[str, dict[str, Any]] = {}
     for module in PyCodeCache.modules[since:]:
         for name, kernel in vars(module).items():
             launchers = getattr(kernel, "launchers", None)
-            if not name.startswith("triton_") or not launchers or id(kernel) in facts:
+            if not name.startswith("triton_") or not launchers:
+                continue
+            # The same kernel may sit in its own module too, not yet run
+            # (every candidate config a launcher): the run one has one.
+            if name in facts and facts[name]["launchers"] <= len(launchers):
                 continue
             launcher = launchers[0]
             config = launcher.config
-            facts[id(kernel)] = {
+            facts[name] = {
                 "kernel": name,
                 "config": dict(config.kwargs),
                 "num_warps": config.num_warps,
