@@ -604,6 +604,42 @@ class TestCuda(TestCase):
                 )
                 self.assertNotIn("online_softmax_combine", code)
 
+    def test_a_backward_over_one_waves_rows_takes_narrower_steps(self):
+        """A layer norm's backward (two sums over two row-long inputs) over
+        four rows a multiprocessor less one, of 256000: steps of 2048 over
+        16 warps, so that four blocks fit on each multiprocessor and every
+        row runs in one wave (``one_wave``; in steps of 4096 it takes 40
+        registers a thread on sm_90, and three blocks fit).  Counterfactual:
+        three rows a multiprocessor run in one wave in steps of 4096 too,
+        and keep them.  Both equal upstream's result."""
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        for rows, block in ((4 * sms - 4, 2048), (3 * sms, 4096)):
+            with self.subTest(rows=rows):
+                x = torch.randn(
+                    rows, 256000, device="cuda", dtype=torch.bfloat16
+                ).requires_grad_()
+                g = torch.randn(rows, 256000, device="cuda", dtype=torch.bfloat16)
+
+                def grad(t, g=g):
+                    return torch.autograd.grad(F.layer_norm(t, (256000,)), t, g)[0]
+
+                got, code, remarks = self.compile(grad, x, one_pass_reductions=True)
+                ref, _, _ = self.compile(grad, x, one_pass_reductions=False)
+                self.assertEqual(got, ref, atol=2e-2, rtol=2e-2)
+                looped = [
+                    r
+                    for r in remarks
+                    if r["args"].get("row_inputs", 1) >= 2
+                    and r["args"].get("loop_block")
+                ]
+                self.assertEqual(len(looped), 1, str(remarks))
+                self.assertEqual(looped[0]["args"]["loop_block"], block)
+                self.assertEqual(
+                    looped[0]["args"].get("one_wave", False), block == 2048
+                )
+                self.assertIn(f"'R0_BLOCK': {block}, 'num_warps': 16", code)
+                del x, g, got, ref
+
 
 if __name__ == "__main__":
     run_tests()

@@ -21,6 +21,7 @@ import unittest
 
 from torch._inductor import (
     config,
+    one_pass_reduction_aligned_loops as aligned_loops,
     one_pass_reduction_decision as rules,
     one_pass_reductions as opr,
 )
@@ -97,6 +98,33 @@ class TestDecision(TestCase):
         self.assertEqual(fits_alone.reason, Reason.ONE_PASS_ROW_TOO_LONG)
         self.assertIsNone(fits_alone.loop_block)
         self.assertEqual(self.decide(row=32769, row_inputs=2).loop_block, 4096)
+
+    def test_a_backward_over_one_waves_rows_takes_narrower_steps(self):
+        # 524 rows of 256000 on 132 multiprocessors: more than three blocks
+        # of 16 warps each hold (a layer norm's backward in steps of 4096
+        # takes 40 registers a thread), no more than four (32 registers, in
+        # steps of 2048): one wave.
+        for rows in (524, 397, 528):
+            with self.subTest(rows=rows):
+                narrow = self.decide(row=256000, rows=rows, row_inputs=2)
+                self.assertEqual(
+                    (narrow.loop_block, narrow.loop_warps),
+                    (rules.ONE_WAVE_LOOP_BLOCK, rules.TWO_INPUT_LOOP_WARPS),
+                )
+                self.assertTrue(narrow.one_wave)
+        # Counterfactuals: rows one wave holds at three blocks, rows more
+        # than one wave holds at four, one row-long input.
+        for rows, row_inputs in ((396, 2), (529, 2), (1046, 3), (524, 1)):
+            with self.subTest(rows=rows, row_inputs=row_inputs):
+                wide = self.decide(row=256000, rows=rows, row_inputs=row_inputs)
+                self.assertFalse(wide.one_wave)
+                self.assertGreaterEqual(wide.loop_block, rules.TWO_INPUT_LOOP_BLOCK)
+        # An aligned loop (rows off a 16-byte boundary) takes its own steps.
+        aligned = aligned_loops.two_input_loop(
+            self.decide(row=50257, rows=524, row_inputs=2), [2, 2], aligned=True
+        )
+        self.assertEqual(aligned.loop_block, rules.ALIGNED_TWO_INPUT_LOOP_BLOCK)
+        self.assertFalse(aligned.one_wave)
 
     def test_rows_of_four_byte_elements_at_copy_speed_keep_upstreams_loop(self):
         for row, element_bytes in ((4096, 4), (16384, 8), (32768, 4)):

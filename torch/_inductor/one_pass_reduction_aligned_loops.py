@@ -193,6 +193,7 @@ def two_input_loop(decision: Any, itemsizes: list[int], *, aligned: bool) -> Any
         decision,
         aligned_vector=vector,
         loop_block=ALIGNED_TWO_INPUT_LOOP_BLOCK,
+        one_wave=False,
         loop_warps=warps_for_vector(
             ALIGNED_TWO_INPUT_LOOP_BLOCK, ALIGNED_TWO_INPUT_LOOP_WARPS, vector
         ),

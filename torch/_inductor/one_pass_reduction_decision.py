@@ -41,6 +41,21 @@ LOOP_TAIL_WASTE = 0.05
 # 1.7x), which no rule of the row's length or bytes predicted.
 TWO_INPUT_LOOP_BLOCK = 4096
 TWO_INPUT_LOOP_WARPS = 16
+# Such a loop over more rows than ONE_WAVE_BLOCKS - 1 blocks of
+# TWO_INPUT_LOOP_WARPS warps on each multiprocessor hold, but no more than
+# ONE_WAVE_BLOCKS do, walks them in steps of ONE_WAVE_LOOP_BLOCK: a block
+# of 16 warps fits four times only at 32 registers a thread or fewer, and
+# in steps of 4096 a kernel of two sums takes more, so these rows would run
+# in two waves, the second thin.  A layer norm's backward at 524 x 256000
+# took 40 registers in steps of 4096: three blocks a multiprocessor, 396
+# rows at once, a second wave of 128 rows, 350 us against upstream's 326 on
+# the H200; in steps of 2048, 32 registers, one wave, 328.  The softmax,
+# log-softmax and RMS norm backwards there were within 0.6% at either step
+# (benchmarks/results/one_pass/on_by_default_2.15.0_h200.md, section 5).
+# Fewer rows run in one wave either way, more in several either way: both
+# keep steps of 4096 (at 1046 x 128256 they were 0.5-3.3% faster).
+ONE_WAVE_LOOP_BLOCK = 2048
+ONE_WAVE_BLOCKS = 4
 # Such a loop over rows that start off a 16-byte boundary (GPT-2's 50257)
 # walks them in aligned steps of this block and these warps
 # (``one_pass_reduction_aligned_loops.two_input_loop``).  The move-only
@@ -156,6 +171,7 @@ class Decision:
     element_accumulators: bool = False
     upstream_scalar_loop: bool = False
     rsplit: int = 1
+    one_wave: bool = False
 
     @property
     def fused(self) -> bool:
@@ -223,7 +239,9 @@ def decide(
     A row whose inputs do not fit in registers is missed with
     ``one_pass_row_too_long``; where there are rows enough to fill the GPU
     and more than one pass over it, it gets :func:`loop_block_for_row`
-    (``loop_block``) instead.
+    (``loop_block``) instead, or, with two or more row-long inputs, steps
+    of :data:`TWO_INPUT_LOOP_BLOCK` (:data:`ONE_WAVE_LOOP_BLOCK` and
+    ``one_wave`` where only the narrower steps run every row in one wave).
     """
     if rsplit > 1 and inner and row is not None and rows is not None:
         return _split_decision(
@@ -253,6 +271,7 @@ def decide(
         # phase sums a one-hot from indices) keeps upstream's configuration.
         rereads = (phases if memory_passes is None else memory_passes) >= 2
         loop_block, loop_warps = None, MAX_WARPS
+        one_wave = False
         # A row that one block would hold alone (a backward at 32768, too
         # long only with its second input) keeps upstream's loop, at or near
         # a copy's speed there: the 16-warp loop was 1-3% slower in
@@ -260,7 +279,13 @@ def decide(
         # (benchmarks/results/one_pass/reductions_h100_final_sweep.md).
         if many_rows and rereads and row > limit:
             if row_inputs >= 2:
-                loop_block, loop_warps = TWO_INPUT_LOOP_BLOCK, TWO_INPUT_LOOP_WARPS
+                one_wave = (
+                    (ONE_WAVE_BLOCKS - 1) * multiprocessors
+                    < rows
+                    <= ONE_WAVE_BLOCKS * multiprocessors
+                )
+                loop_block = ONE_WAVE_LOOP_BLOCK if one_wave else TWO_INPUT_LOOP_BLOCK
+                loop_warps = TWO_INPUT_LOOP_WARPS
             else:
                 loop_block = loop_block_for_row(row, online)
         return Decision(
@@ -274,6 +299,7 @@ def decide(
             loop_warps=loop_warps,
             online=online,
             memory_passes=memory_passes,
+            one_wave=one_wave,
         )
     if not many_rows:
         return Decision(

@@ -105,6 +105,14 @@ def record(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
                 f", one row per block of {decision.loop_warps} warps in steps of "
                 f"{decision.loop_block} elements so that re-reads come from L2"
             )
+            if decision.one_wave:
+                args["one_wave"] = True
+                detail += (
+                    f"; steps this narrow keep a thread's registers few enough "
+                    f"for four such blocks a multiprocessor, so the "
+                    f"{decision.rows} rows run in one wave (three, as in wider "
+                    f"steps, would leave a thin second)"
+                )
     elif decision.reason == Reason.ONE_PASS_TOO_FEW_ROWS:
         args["multiprocessors"] = decision.limit
         detail = (
