@@ -52,8 +52,14 @@ TWO_INPUT_LOOP_WARPS = 16
 # the H200; in steps of 2048, 32 registers, one wave, 328.  The softmax,
 # log-softmax and RMS norm backwards there were within 0.6% at either step
 # (benchmarks/results/one_pass/on_by_default_2.15.0_h200.md, section 5).
+# In this rule's code the layer norm's forward+backward there takes the
+# default's 569 us (590 before), and at 396 rows (one wave at three blocks)
+# steps of 4096 stay 3% faster (wider_sweep_2.15.0_h200.md, section 2).
 # Fewer rows run in one wave either way, more in several either way: both
-# keep steps of 4096 (at 1046 x 128256 they were 0.5-3.3% faster).
+# keep steps of 4096 (at 1046 x 128256 they were 0.5-3.3% faster).  A thin
+# last wave after two full ones is not covered yet: a float32 softmax's
+# backward at 883 x 151936 took 670 us in steps of 4096 against upstream's
+# 650 (wider_sweep_2.15.0_h200.md, section 4).
 ONE_WAVE_LOOP_BLOCK = 2048
 ONE_WAVE_BLOCKS = 4
 # Such a loop over rows that start off a 16-byte boundary (GPT-2's 50257)
