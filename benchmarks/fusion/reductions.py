@@ -34,7 +34,8 @@ the CPU; with ``--rounds`` the arms interleaved round by round, each
 captured in a CUDA graph first, and the median of the rounds), the least
 bytes the op needs (each input read once, each output written once;
 forward+backward adds the backward's reads and its gradient), their
-bandwidth as a fraction of a device copy of the input timed alike, the
+bandwidth as a fraction of a device copy of the input timed alike (the
+faster of a clone and an elementwise copy, :func:`copy_ways`), the
 largest difference to a float32 eager reference, the seconds of the first
 call (the compile), a hash of the generated code (``same_code_as_default``:
 an arm whose code is default's differs from it only by noise), and for
@@ -160,6 +161,28 @@ def least_bytes(op: str, rows: int, row: int, itemsize: int, backward: bool) -> 
     return forward + (3 * n if backward else 0)
 
 
+def copy_ways(x: Any) -> dict[str, Callable[[], Any]]:
+    """The ways the baseline moves the input's bytes, the fastest of which
+    is the case's copy (``copy_s``): ``clone``, a device-to-device memcpy of
+    a fresh tensor, and ``elementwise``, a kernel that reads each element
+    and writes it into a tensor allocated once.  Replayed from a CUDA graph,
+    the memcpy ran at 2.7 TB/s on the H200 for some byte counts (every
+    float32 input of 2^27 elements but 524 x 256000; 16-bit inputs at rows of
+    50257, 128256 and 151936), where the elementwise kernel ran at 4.2 for
+    every one: 1.57x apart for the same bytes
+    (``probes/copy_baseline.py``,
+    benchmarks/results/one_pass/copy_baseline_h200.md).  Before 2026-11-29
+    the baseline was the clone alone."""
+    import torch
+
+    x = x.detach()
+    out = torch.empty_like(x)
+    return {
+        "clone": lambda: x.clone(),
+        "elementwise": lambda: torch.mul(x, 1, out=out),
+    }
+
+
 def rows_for(row: int, total_elements: int) -> int:
     return max(1, total_elements // row)
 
@@ -259,7 +282,11 @@ def run_case(
     expected = step_of(fn, reference_inputs, backward)()
     x = inputs[0]
     with exclusive_device(gpu_lock):
-        copy_s = median_call_s(device, lambda: x.clone(), cuda_graph)
+        copy_ways_s = {
+            way: median_call_s(device, call, cuda_graph)
+            for way, call in copy_ways(x).items()
+        }
+    copy_s = min(copy_ways_s.values())
     copy_bw = 2 * x.numel() * x.element_size() / copy_s
     nbytes = least_bytes(op, rows, row, x.element_size(), backward)
     case: dict[str, Any] = {
@@ -270,6 +297,7 @@ def run_case(
         "pass": "forward+backward" if backward else "forward",
         "bytes": nbytes,
         "copy_s": copy_s,
+        "copy_ways_s": copy_ways_s,
         "timer": "cuda_graph" if cuda_graph else "stream",
         "arms": {},
     }

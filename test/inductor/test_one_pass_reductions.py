@@ -82,6 +82,71 @@ class TestSweep(TestCase):
         self.assertEqual(r.least_bytes("cross_entropy", 4, 8, 2, False), 64 + 32)
         self.assertEqual(r.rows_for(4096, 1 << 20), 256)
 
+    def test_the_copy_ways_move_the_input_unchanged(self):
+        x = torch.randn(8, 32)
+        ways = self.reductions.copy_ways(x)
+        self.assertEqual(set(ways), {"clone", "elementwise"})
+        for call in ways.values():
+            self.assertTrue(torch.equal(call(), x))
+
+    def test_a_sweep_refigured_against_the_elementwise_copy(self):
+        sys.path.insert(
+            0,
+            str(
+                Path(__file__).resolve().parents[2] / "benchmarks" / "fusion" / "probes"
+            ),
+        )
+        import copy_baseline
+
+        # the probe's elementwise copy: 2 TB/s for 2-byte elements (the median
+        # of 1, 2 and 3), 4 for 4-byte ones
+        baseline = {
+            "cases": [
+                {
+                    "rows": 4,
+                    "row": 8,
+                    "bytes": 4 * 8 * size,
+                    "ways": {"elementwise": {"graph_tb_s": tb}},
+                }
+                for size, tb in ((2, 1.0), (2, 2.0), (2, 3.0), (4, 4.0))
+            ]
+        }
+
+        def case(op, us, recorded):
+            return {
+                "op": op,
+                "rows": 4,
+                "row": 8,
+                "dtype": "bfloat16",
+                "pass": "forward",
+                "bytes": 1_000_000,
+                "arms": {
+                    "eager": {"s": 1e-6},
+                    "one_pass": {"s": us * 1e-6, "fraction_of_copy": recorded},
+                },
+            }
+
+        earlier = {"cases": [case("softmax", 1.0, 0.9), case("layer_norm", 2.0, 0.3)]}
+        later = {
+            "cases": [
+                case("softmax", 2.0, 0.8),
+                {**case("softmax", 1.0, 0.1), "dtype": "float32"},
+            ]
+        }
+        table = copy_baseline.refigure(baseline, [earlier, later])
+        rows = table.splitlines()[2:]
+        # 1e6 bytes in 2 us at 2 TB/s is 25%; the later file's softmax
+        # replaces the earlier one's; float32 is left out; no default arm
+        self.assertEqual(
+            rows,
+            [
+                "| layer_norm | 4 x 8 | bfloat16 | forward | 50% | - | 25% (30%) |",
+                "| softmax | 4 x 8 | bfloat16 | forward | 50% | - | 25% (80%) |",
+            ],
+        )
+        with self.assertRaises(SystemExit):
+            copy_baseline.refigure({"cases": baseline["cases"][3:]}, [earlier])
+
     def test_a_real_case_on_the_cpu(self):
         case = self.reductions.run_case(
             "cpu",
@@ -93,6 +158,9 @@ class TestSweep(TestCase):
             ["eager", "default", "one_pass", "one_pass_two_pass"],
         )
         self.assertEqual(case["bytes"], 5 * 16 * 256 * 4)
+        # the copy is the faster of the clone and the elementwise copy
+        self.assertEqual(set(case["copy_ways_s"]), {"clone", "elementwise"})
+        self.assertEqual(case["copy_s"], min(case["copy_ways_s"].values()))
         for arm in ("eager", "default", "one_pass", "one_pass_two_pass"):
             entry = case["arms"][arm]
             self.assertNotIn("error", entry)
