@@ -248,6 +248,14 @@ def code_sha(codes: list[str]) -> str:
     return hashlib.sha1(re.sub(r"(?m)^# AOT ID: .*$", "", text).encode()).hexdigest()
 
 
+def code_file_name(
+    op: str, rows: int, row: int, dtype_name: str, backward: bool, arm: str
+) -> str:
+    """The file an arm's generated code is kept in under ``--code-dir``."""
+    pass_ = "forward_backward" if backward else "forward"
+    return f"{op}_{rows}x{row}_{dtype_name}_{pass_}_{arm}.py"
+
+
 def run_case(
     device: str,
     op: str,
@@ -259,11 +267,14 @@ def run_case(
     cuda_graph: bool = False,
     gpu_lock: str | None = None,
     rounds: int = 0,
+    code_dir: str | None = None,
 ) -> dict[str, Any]:
     """One case, every arm.  With ``rounds`` (a GPU and ``cuda_graph``
     only), each arm's step is captured in a CUDA graph as it compiles and the
     arms are timed interleaved (:func:`time_interleaved`) after all of them
-    compiled, instead of one after another as each compiles."""
+    compiled, instead of one after another as each compiles.  With
+    ``code_dir``, each compiled arm's generated code is written there
+    (:func:`code_file_name`): the kernels a case's times belong to."""
     import torch
 
     if rounds and not (device == "cuda" and cuda_graph):
@@ -323,6 +334,11 @@ def run_case(
                 entry["first_call_s"] = time.perf_counter() - start
                 if codes:
                     entry["code_sha"] = code_sha(codes)
+                    if code_dir:
+                        path = Path(code_dir) / code_file_name(
+                            op, rows, row, dtype_name, backward, arm
+                        )
+                        path.write_text("\n".join(codes))
                 if rounds:
                     # captured now: the next arm's Dynamo reset would make
                     # this step compile again, under the config of the moment
@@ -447,6 +463,7 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
                             args.cuda_graph,
                             args.gpu_lock,
                             args.rounds,
+                            args.code_dir,
                         )
                         print(summary_line(case), flush=True)
                         cases.append(case)
@@ -607,6 +624,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json")
     p.add_argument("--plot", action="store_true")
     p.add_argument(
+        "--code-dir",
+        help="write each compiled arm's generated code into this folder "
+        "(made if missing), a file a case and arm",
+    )
+    p.add_argument(
         "--merge",
         nargs="+",
         metavar="RESULT_JSON",
@@ -629,6 +651,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if bad:
         p.error(f"unknown arm or op: {', '.join(bad)} (arms: {ARMS}; ops: {OPS})")
+    if args.code_dir:
+        Path(args.code_dir).mkdir(parents=True, exist_ok=True)
     result = sweep(args)
     write_result(args, result)
     return 0

@@ -182,6 +182,28 @@ class TestSweep(TestCase):
         self.assertIn("| log_softmax | 16x256 |", table)
         self.assertIn("(default's code)", table)
 
+    def test_a_case_keeps_its_compiled_code(self):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as folder:
+            case = self.reductions.run_case(
+                "cpu",
+                "softmax",
+                64,
+                8,
+                "float32",
+                False,
+                ["eager", "default"],
+                code_dir=folder,
+            )
+            kept = os.listdir(folder)
+            # the compiled arm's code, under its case's name; eager has none
+            self.assertEqual(kept, ["softmax_8x64_float32_forward_default.py"])
+            text = Path(folder, kept[0]).read_text()
+        self.assertEqual(
+            self.reductions.code_sha([text]), case["arms"]["default"]["code_sha"]
+        )
+
     def test_rounds_time_the_arms_interleaved(self):
         # time_interleaved as run_case calls it on a GPU, here with CPU steps:
         # one arm's call runs two steps, another compiles in the rounds

@@ -25,7 +25,8 @@
 #              kernel time (ablation.py); COMBO=0 leaves the model set out;
 #              STEPS=gpt2_lm,llama_lm then times those training steps with the
 #              pass on and off (reductions_models.py; SEQ, BATCH, VOCAB: N or
-#              MODEL=N,...)
+#              MODEL=N,...); CODE=1 keeps each compiled arm's generated code
+#              (reductions.py --code-dir, under code/)
 #   focus      named tests, a probe and a small reductions sweep, one after
 #              another (a change under way; the variables below, at the stage)
 set -u
@@ -145,7 +146,7 @@ benchmarks)
             --device cuda --cuda-graph --arms "${ARMS:-eager,default,one_pass}" --ops "$op" \
             --dtypes "${DTYPES:-bfloat16,float16}" --rows "${ROWS:-4096,32768,50257,128256}" \
             --total "${TOTAL:-134217728}" --pass "${PASSES:-forward}" --deadline-s $((deadline - 60)) \
-            --rounds "${ROUNDS:-5}" \
+            --rounds "${ROUNDS:-5}" ${CODE:+--code-dir "$OUT/code"} \
             --gpu-lock "$lock" --json "$OUT/reductions/$op.json" >"$OUT/reductions/$op.log" 2>&1 &
     done
     if [ "${COMBO:-1}" != 0 ]; then
@@ -205,6 +206,7 @@ focus)
             --dtypes "${DTYPES:-bfloat16}" --rows "${ROWS:-50257}" \
             --total "${TOTAL:-134217728}" --pass "${PASSES:-forward}" \
             ${ROW_COUNTS:+--row-counts "$ROW_COUNTS"} ${ROUNDS:+--rounds "$ROUNDS"} \
+            ${CODE:+--code-dir "$OUT/code"} \
             --deadline-s $((left - 30)) --json "$OUT/reductions.json" \
             >"$OUT/reductions.log" 2>&1
         grep " us" "$OUT/reductions.log" | cut -c1-160 | head -n 60

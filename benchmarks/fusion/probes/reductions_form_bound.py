@@ -1,0 +1,529 @@
+"""How close can a kernel of each reduction's form come to a copy, moving data alone?
+
+Issue 39 asks every 16-bit case of the one-pass pass to reach 85% of a copy,
+and, where one does not, the shortfall explained by the bound of its form:
+what a kernel that reads and writes the same rows in the same way, with
+nothing to compute, reaches.  This probe times those move-only kernels,
+``--explain`` sets them against a sweep (``reductions.py`` JSONs).
+
+A form says which row-long tensors a kernel reads before its row's
+reduction is known (the first read), which it reads again once it is (the
+second), and whether it writes a row-long output.  Per op and pass (the
+kernels Inductor generates for them, ``OP_FORMS``):
+
+* ``two_reads``: one input read for its reduction, then read again and the
+  output written: the forward of softmax, log-softmax, layer norm and RMS
+  norm (the row's max and sum, or its mean and variance, then the row
+  normalized);
+* ``one_read``: one input read and reduced, a scalar a row written:
+  cross-entropy's forward (the row's logsumexp);
+* ``two_inputs_twice``: two inputs read for the reduction and both read
+  again: the backward of softmax (the sum of gradient times output) and of
+  the norms (the gradient and the saved input);
+* ``one_then_two``: the gradient read for its sum, then read again with the
+  output: log-softmax's backward;
+* ``read_write``: one input read and the output written, no reduction to
+  wait for: cross-entropy's backward (the row's saved logsumexp).
+
+Each form runs looped (steps of ``RBLOCK`` along the row, aligned as the
+pass's loops are: steps start at the row's start rounded down to 16 bytes
+and load without a mask inside the row) and, at rows of at most 32768, on
+chip (the whole row in one block: each input read once).  The form's bound
+is its fastest variant.  Times are ``do_bench_cudagraph`` medians in us,
+beside the same input's elementwise copy (``torch.mul(x, 1, out=y)``) and
+clone (``probes/copy_baseline.py``: the faster way to copy).
+
+    python3 benchmarks/fusion/probes/reductions_form_bound.py \\
+        --shapes 2670x50257,1046x128256 --dtypes bfloat16       # $OUT/form_bound.json
+    # no GPU: each sweep case's time against the bound of its form
+    python3 benchmarks/fusion/probes/reductions_form_bound.py \\
+        --explain form_bound.json sweep_a.json sweep_b.json [--all]
+
+Plain Triton: it runs on any CUDA machine's own release, no fork needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import triton
+import triton.language as tl
+
+# reductions.least_bytes, one folder up (imported without torch)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+SHAPES = (
+    "262144x512,65536x2048,32768x4096,16384x8192,8192x16384,4096x32768,"
+    "2670x50257,1046x128256,883x151936,524x256000"
+)
+# the pass keeps a row of at most this many elements on chip
+ON_CHIP_ROW_LIMIT = 32768
+# looped variants: (elements a step, warps); upstream's 2048 x 16 and the
+# pass's 4096 x 16 and 8192 x 32 among them
+LOOPED = ((2048, 8), (2048, 16), (4096, 16), (4096, 32), (8192, 32))
+# a goal of issue 39: the fraction of copy every 16-bit case should reach
+GOAL = 0.85
+
+
+class Form(NamedTuple):
+    """Which inputs (0: the first, 1: the second) a kernel reads before its
+    reduction is known and after, and whether it writes a row."""
+
+    first: tuple[int, ...]
+    second: tuple[int, ...]
+    writes: bool
+
+
+FORMS = {
+    "two_reads": Form((0,), (0,), True),
+    "one_read": Form((0,), (), False),
+    "two_inputs_twice": Form((0, 1), (0, 1), True),
+    "one_then_two": Form((0,), (0, 1), True),
+    "read_write": Form((), (0,), True),
+}
+
+# The forms of the kernels Inductor generates for each op and pass over a
+# row (rows of the sweep's ops: no weights).  forward+backward runs the
+# forward's kernel, then the backward's.
+OP_FORMS = {
+    ("softmax", "forward"): ("two_reads",),
+    ("log_softmax", "forward"): ("two_reads",),
+    ("layer_norm", "forward"): ("two_reads",),
+    ("rms_norm", "forward"): ("two_reads",),
+    ("cross_entropy", "forward"): ("one_read",),
+    ("softmax", "forward+backward"): ("two_reads", "two_inputs_twice"),
+    ("log_softmax", "forward+backward"): ("two_reads", "one_then_two"),
+    ("layer_norm", "forward+backward"): ("two_reads", "two_inputs_twice"),
+    ("rms_norm", "forward+backward"): ("two_reads", "two_inputs_twice"),
+    ("cross_entropy", "forward+backward"): ("one_read", "read_write"),
+}
+
+
+def parse_shapes(text: str) -> list[tuple[int, int]]:
+    """``ROWSxROW,...`` to pairs; a malformed item is a one-line error."""
+    shapes = []
+    for item in text.split(","):
+        try:
+            rows, row = (int(part) for part in item.lower().split("x"))
+        except ValueError:
+            raise SystemExit(f"error: bad shape {item!r}: want ROWSxROW") from None
+        if rows < 1 or row < 1:
+            raise SystemExit(f"error: bad shape {item!r}: both sizes must be >= 1")
+        shapes.append((rows, row))
+    return shapes
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def variants(row: int, itemsize: int) -> list[tuple[str, int, int, bool, int]]:
+    """(name, elements a block, warps, on chip, alignment in elements) of the
+    kernels a form is timed as at this row length."""
+    align = 16 // itemsize
+    # steps longer than the row (rounded up, 2048 at least) only add masks
+    out = [
+        (f"loop_r{block}_w{warps}", block, warps, False, align)
+        for block, warps in LOOPED
+        if block <= max(2048, next_power_of_2(row))
+    ]
+    if row <= ON_CHIP_ROW_LIMIT:
+        # rows of whole 16-byte lines start aligned: no head to step over
+        chip_align = 1 if (row * itemsize) % 16 == 0 else align
+        block = next_power_of_2(row + chip_align - 1)
+        for warps in (4, 8, 16, 32):
+            if 4 <= block // (32 * warps) <= 32:
+                out.append((f"chip_r{block}_w{warps}", block, warps, True, chip_align))
+    return out
+
+
+# the move-only kernel
+
+
+@triton.jit
+def _load(ptr, base, i, lead, end, inside):
+    if inside:
+        v = tl.load(ptr + base + i).to(tl.float32)
+    else:
+        v = tl.load(ptr + base + i, mask=(i >= lead) & (i < end), other=0.0)
+        v = v.to(tl.float32)
+    return v
+
+
+@triton.jit
+def _form(
+    a_ptr,
+    b_ptr,
+    out_ptr,
+    row_out_ptr,
+    n,
+    stride,
+    FIRST_A: tl.constexpr,
+    FIRST_B: tl.constexpr,
+    SECOND_A: tl.constexpr,
+    SECOND_B: tl.constexpr,
+    WRITES: tl.constexpr,
+    RBLOCK: tl.constexpr,
+    ALIGN: tl.constexpr,
+    ON_CHIP: tl.constexpr,
+):
+    # the row's reduction is the sum of its first-read inputs; the row
+    # written is (a if read again) - (b if read again, else 1) * sum
+    row = tl.program_id(0)
+    start = row.to(tl.int64) * stride
+    if ALIGN > 1:
+        base = tl.multiple_of((start // ALIGN) * ALIGN, ALIGN)
+        lead = start - base
+    else:
+        base = start
+        lead = 0
+    end = lead + n
+    if ON_CHIP:
+        i = tl.arange(0, RBLOCK)
+        mask = (i >= lead) & (i < end)
+        a = tl.load(a_ptr + base + i, mask=mask, other=0.0).to(tl.float32)
+        b = tl.zeros([RBLOCK], tl.float32)
+        if FIRST_B or SECOND_B:
+            b = tl.load(b_ptr + base + i, mask=mask, other=0.0).to(tl.float32)
+        acc = tl.zeros([RBLOCK], tl.float32)
+        if FIRST_A:
+            acc += a
+        if FIRST_B:
+            acc += b
+        total = tl.sum(acc, 0)
+        if WRITES:
+            value = tl.zeros([RBLOCK], tl.float32)
+            if SECOND_A:
+                value += a
+            if SECOND_B:
+                value -= b * total
+            else:
+                value -= total
+            tl.store(
+                out_ptr + base + i,
+                value.to(out_ptr.dtype.element_ty),
+                mask=mask,
+            )
+    else:
+        acc = tl.zeros([RBLOCK], tl.float32)
+        if FIRST_A or FIRST_B:
+            for off in range(0, end, RBLOCK):
+                i = off + tl.arange(0, RBLOCK)
+                inside = (off >= lead) & (off + RBLOCK <= end) if ALIGN > 1 else False
+                if FIRST_A:
+                    acc += _load(a_ptr, base, i, lead, end, inside)
+                if FIRST_B:
+                    acc += _load(b_ptr, base, i, lead, end, inside)
+        total = tl.sum(acc, 0)
+        if WRITES:
+            for off in range(0, end, RBLOCK):
+                i = off + tl.arange(0, RBLOCK)
+                inside = (off >= lead) & (off + RBLOCK <= end) if ALIGN > 1 else False
+                value = tl.zeros([RBLOCK], tl.float32)
+                if SECOND_A:
+                    value += _load(a_ptr, base, i, lead, end, inside)
+                if SECOND_B:
+                    value -= _load(b_ptr, base, i, lead, end, inside) * total
+                else:
+                    value -= total
+                value = value.to(out_ptr.dtype.element_ty)
+                if inside:
+                    tl.store(out_ptr + base + i, value)
+                else:
+                    tl.store(out_ptr + base + i, value, mask=(i >= lead) & (i < end))
+    tl.store(row_out_ptr + row, total)
+
+
+def run_form(
+    form: Form, a: Any, b: Any, out: Any, row_out: Any, variant: tuple[Any, ...]
+) -> None:
+    """One launch of the move-only kernel of ``form`` over ``a``'s rows."""
+    _, block, warps, on_chip, align = variant
+    rows, n = a.shape
+    _form[(rows,)](
+        a,
+        b,
+        out,
+        row_out,
+        n,
+        a.stride(0),
+        FIRST_A=0 in form.first,
+        FIRST_B=1 in form.first,
+        SECOND_A=0 in form.second,
+        SECOND_B=1 in form.second,
+        WRITES=form.writes,
+        RBLOCK=block,
+        ALIGN=align,
+        ON_CHIP=on_chip,
+        num_warps=warps,
+    )
+
+
+def reference(form: Form, a: Any, b: Any) -> tuple[Any, Any]:
+    """The move-only kernel's row sums and output, in float32."""
+    import torch
+
+    inputs = (a.float(), b.float())
+    total = sum(
+        (inputs[k].sum(-1, keepdim=True) for k in form.first),
+        torch.zeros_like(inputs[0][:, :1]),
+    )
+    value = inputs[0] if 0 in form.second else torch.zeros_like(inputs[0])
+    value = value - (inputs[1] if 1 in form.second else 1.0) * total
+    return total.squeeze(-1), value
+
+
+def time_shape(rows: int, row: int, dtype_name: str) -> dict[str, Any]:
+    """Every form's variants at one shape, with the copies, in us."""
+    import torch
+    from triton.testing import do_bench_cudagraph
+
+    def bench(fn: Any) -> float:
+        return do_bench_cudagraph(fn, return_mode="median") * 1e3
+
+    dtype = getattr(torch, dtype_name)
+    torch.manual_seed(0)
+    a = torch.randn(rows, row, device="cuda", dtype=dtype)
+    b = torch.randn(rows, row, device="cuda", dtype=dtype)
+    out = torch.empty_like(a)
+    row_out = torch.empty(rows, device="cuda", dtype=torch.float32)
+    entry: dict[str, Any] = {
+        "rows": rows,
+        "row": row,
+        "dtype": dtype_name,
+        "bytes": a.numel() * a.element_size(),
+        "copy_us": {
+            "elementwise": bench(lambda: torch.mul(a, 1, out=out)),
+            "clone": bench(lambda: a.clone()),
+        },
+        "forms": {},
+    }
+    for name, form in FORMS.items():
+        total_ref, value_ref = reference(form, a, b)
+        timed: dict[str, Any] = {}
+        for variant in variants(row, a.element_size()):
+            try:
+                run_form(form, a, b, out, row_out, variant)
+                torch.cuda.synchronize()
+                # sums of ~row standard normals: relative to the largest
+                scale = float(total_ref.abs().max()) or 1.0
+                err = float((row_out - total_ref).abs().max()) / scale
+                if form.writes:
+                    vscale = float(value_ref.abs().max()) or 1.0
+                    err = max(
+                        err, float((out.float() - value_ref).abs().max()) / vscale
+                    )
+                timed[variant[0]] = {
+                    "us": bench(
+                        lambda v=variant, f=form: run_form(f, a, b, out, row_out, v)
+                    ),
+                    "relative_err": err,
+                }
+            except Exception as e:  # noqa: PERF203  # a probe: record and go on
+                timed[variant[0]] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+        right = {k: v for k, v in timed.items() if v.get("relative_err", 1.0) < 2e-2}
+        best = min(right, key=lambda k: right[k]["us"]) if right else None
+        entry["forms"][name] = {
+            "variants": timed,
+            "best": best,
+            "best_us": right[best]["us"] if best else None,
+        }
+    return entry
+
+
+# --explain: no GPU
+
+
+def shape_key(rows: int, row: int, itemsize: int) -> tuple[int, int, int]:
+    return rows, row, itemsize
+
+
+ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
+# the sweep's arms set against the bound
+ARMS = ("eager", "default", "one_pass")
+
+
+def bounds_by_shape(
+    bound: dict[str, Any],
+) -> dict[tuple[int, int, int], dict[str, Any]]:
+    """A bound file's cases by (rows, row, bytes an element): a 16-bit
+    dtype's bound serves the other's cases (the same bytes move)."""
+    out = {}
+    for case in bound["cases"]:
+        out[shape_key(case["rows"], case["row"], ITEMSIZE[case["dtype"]])] = case
+    return out
+
+
+def bound_us(op: str, pass_: str, shape: dict[str, Any]) -> float | None:
+    """The bound of an op's form at a shape: the sum of its kernels' forms'
+    best move-only times, or None where one was not measured."""
+    total = 0.0
+    for name in OP_FORMS[(op, pass_)]:
+        best = shape["forms"].get(name, {}).get("best_us")
+        if best is None:
+            return None
+        total += best
+    return total
+
+
+def explain(
+    bound: dict[str, Any], sweeps: list[dict[str, Any]], everything: bool = False
+) -> tuple[str, dict[str, int]]:
+    """A Markdown table of the sweeps' 16-bit cases (those of the pass under
+    ``GOAL`` of the elementwise copy, or all): eager, the default, the pass
+    and the bound of the form as fractions of the copy, and the pass's time
+    over the bound's; and counts for a summary.  A later sweep's case
+    replaces an earlier one's."""
+    shapes = bounds_by_shape(bound)
+    latest: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for sweep in sweeps:
+        for case in sweep["cases"]:
+            if ITEMSIZE.get(case["dtype"]) == 2:
+                key = (
+                    case["row"],
+                    case["rows"],
+                    case["op"],
+                    case["pass"],
+                    case["dtype"],
+                )
+                latest[key] = case
+    lines = [
+        "| op | rows x row | dtype | pass | eager | default | the pass | "
+        "bound of the form | the pass over the bound |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    counts = {"cases": 0, "under_goal": 0, "bound_under_goal": 0, "within_10pct": 0}
+    for key in sorted(latest):
+        case = latest[key]
+        shape = shapes.get(shape_key(case["rows"], case["row"], 2))
+        if shape is None:
+            raise SystemExit(
+                f"error: the bound file has no {case['rows']}x{case['row']} 16-bit case"
+            )
+        copy_bw = 2 * shape["bytes"] / (shape["copy_us"]["elementwise"] * 1e-6)
+
+        def fraction(
+            seconds: float | None,
+            case: dict[str, Any] = case,
+            copy_bw: float = copy_bw,
+        ) -> float | None:
+            return None if seconds is None else case["bytes"] / seconds / copy_bw
+
+        arm_s = {arm: case["arms"].get(arm, {}).get("s") for arm in ARMS}
+        form_us = bound_us(case["op"], case["pass"], shape)
+        form_s = None if form_us is None else form_us * 1e-6
+        pass_fraction = fraction(arm_s["one_pass"])
+        counts["cases"] += 1
+        if pass_fraction is None or pass_fraction >= GOAL:
+            if not everything:
+                continue
+        else:
+            counts["under_goal"] += 1
+            bound_fraction = fraction(form_s)
+            if bound_fraction is not None and bound_fraction < GOAL:
+                counts["bound_under_goal"] += 1
+            if form_s and arm_s["one_pass"] <= 1.10 * form_s:
+                counts["within_10pct"] += 1
+
+        def cell(value: float | None) -> str:
+            return "-" if value is None else f"{value:.0%}"
+
+        ratio = (
+            f"{arm_s['one_pass'] / form_s:.2f}x"
+            if form_s and arm_s["one_pass"]
+            else "-"
+        )
+        lines.append(
+            f"| {case['op']} | {case['rows']} x {case['row']} | {case['dtype']} | "
+            f"{case['pass']} | "
+            + " | ".join(cell(fraction(arm_s[arm])) for arm in ARMS)
+            + f" | {cell(fraction(form_s))} | {ratio} |"
+        )
+    return "\n".join(lines), counts
+
+
+def load_json(path: str) -> Any:
+    """A JSON file, or a one-line error naming it."""
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"error: {path}: {e}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", default=SHAPES)
+    parser.add_argument("--dtypes", default="bfloat16")
+    parser.add_argument(
+        "--explain",
+        nargs="+",
+        metavar="JSON",
+        help="a form_bound.json, then reductions.py JSONs",
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="--explain every 16-bit case"
+    )
+    parser.add_argument("--deadline-s", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    if args.explain:
+        if len(args.explain) < 2:
+            raise SystemExit("error: --explain needs a form_bound.json and a sweep")
+        loaded = [load_json(path) for path in args.explain]
+        table, counts = explain(loaded[0], loaded[1:], args.all)
+        print(table)
+        print(
+            f"\n{counts['under_goal']} of {counts['cases']} 16-bit cases of the pass "
+            f"under {GOAL:.0%} of copy; the bound of the form is under it in "
+            f"{counts['bound_under_goal']}; the pass is within 10% of the bound "
+            f"in {counts['within_10pct']}"
+        )
+        return 0
+    shapes = parse_shapes(args.shapes)
+    dtypes = [d for d in args.dtypes.split(",") if d]
+    for name in dtypes:
+        if name not in ITEMSIZE:
+            raise SystemExit(
+                f"error: unknown dtype {name!r} (want {', '.join(ITEMSIZE)})"
+            )
+    import torch
+
+    if not torch.cuda.is_available():
+        raise SystemExit("error: needs a CUDA device")
+    start = time.time()
+    result: dict[str, Any] = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "cases": [],
+    }
+    path = os.path.join(os.environ.get("OUT", "/tmp"), "form_bound.json")
+    for rows, row in shapes:
+        for name in dtypes:
+            if args.deadline_s and time.time() - start > args.deadline_s:
+                print(f"deadline: {rows}x{row} {name} and later left out", flush=True)
+                return 0
+            entry = time_shape(rows, row, name)
+            torch.cuda.empty_cache()
+            result["cases"].append(entry)
+            with open(path, "w") as fh:
+                json.dump(result, fh, indent=1)
+            copy = entry["copy_us"]["elementwise"]
+            cells = " ".join(
+                f"{form} {f['best_us']:.0f} ({copy / f['best_us']:.0%}, {f['best']})"
+                if f["best_us"]
+                else f"{form} -"
+                for form, f in entry["forms"].items()
+            )
+            print(f"{rows}x{row} {name}: copy {copy:.0f} us; {cells}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
