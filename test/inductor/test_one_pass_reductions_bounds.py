@@ -169,7 +169,27 @@ class TestFormBound(TestCase):
                 case("softmax", "forward", 9.0, "float32"),
             ]
         }
-        table, counts = self.probe.explain(bound, [earlier, later])
+        # a second bound file's faster form serves; its slower ones do not
+        other = {
+            "cases": [
+                {
+                    **bound["cases"][0],
+                    "forms": {**forms(9.0), "two_reads": {"best_us": 1.0}},
+                }
+            ]
+        }
+        table, counts = self.probe.explain([bound], [earlier, later])
+        # a later sweep of some arms keeps the earlier eager
+        only_pass = {"cases": [case("softmax", "forward", 1.5)]}
+        del only_pass["cases"][0]["arms"]["eager"]
+        kept, _ = self.probe.explain([bound], [earlier, only_pass])
+        self.assertIn("| softmax | 4 x 8 | float16 | forward | 50% | 25% | 67% |", kept)
+        merged, _ = self.probe.explain([bound, other], [later])
+        self.assertIn(
+            "| softmax | 4 x 8 | float16 | forward | 50% | 25% | 67% | 100% | 1.50x "
+            "| 80% | 1.20x |",
+            merged,
+        )
         self.assertEqual(
             table.splitlines()[2:],
             [
@@ -183,14 +203,14 @@ class TestFormBound(TestCase):
             counts,
             {"cases": 3, "under_goal": 2, "bound_under_goal": 2, "within_10pct": 0},
         )
-        everything, _ = self.probe.explain(bound, [later], everything=True)
+        everything, _ = self.probe.explain([bound], [later], everything=True)
         self.assertIn("| rms_norm | 4 x 8 | float16 | forward |", everything)
         # a case whose shape the bound file lacks is a one-line error
         with self.assertRaises(SystemExit):
-            self.probe.explain({"cases": []}, [later])
+            self.probe.explain([{"cases": []}], [later])
 
     def test_bad_input_is_a_one_line_error(self):
-        for argv in (["--explain", "only_one.json"], ["--shapes", "12by3"]):
+        for argv in (["--explain", "sweep.json"], ["--shapes", "12by3"]):
             with self.assertRaises(SystemExit) as raised:
                 self.probe.main(argv)
             self.assertTrue(str(raised.exception).startswith("error: "))

@@ -35,9 +35,11 @@ clone (``probes/copy_baseline.py``: the faster way to copy).
 
     python3 benchmarks/fusion/probes/reductions_form_bound.py \\
         --shapes 2670x50257,1046x128256 --dtypes bfloat16       # $OUT/form_bound.json
-    # no GPU: each sweep case's time against the bound of its form
+    # no GPU: each sweep case's time against the bound of its form (each
+    # form's best over the bound files; a later sweep's case replaces an
+    # earlier one's)
     python3 benchmarks/fusion/probes/reductions_form_bound.py \\
-        --explain form_bound.json sweep_a.json sweep_b.json [--all]
+        --bounds form_bound.json --explain sweep_a.json sweep_b.json [--all]
 
 Plain Triton: it runs on any CUDA machine's own release, no fork needed.
 """
@@ -439,13 +441,23 @@ ARMS = ("eager", "default", "one_pass")
 
 
 def bounds_by_shape(
-    bound: dict[str, Any],
+    bounds: list[dict[str, Any]],
 ) -> dict[tuple[int, int, int], dict[str, Any]]:
-    """A bound file's cases by (rows, row, bytes an element): a 16-bit
-    dtype's bound serves the other's cases (the same bytes move)."""
-    out = {}
-    for case in bound["cases"]:
-        out[shape_key(case["rows"], case["row"], ITEMSIZE[case["dtype"]])] = case
+    """Bound files' cases by (rows, row, bytes an element): a 16-bit
+    dtype's bound serves the other's cases (the same bytes move).  Where
+    several files time a shape, each form's bound is its best in any of
+    them, and the copy is the latest file's."""
+    out: dict[tuple[int, int, int], dict[str, Any]] = {}
+    for bound in bounds:
+        for case in bound["cases"]:
+            key = shape_key(case["rows"], case["row"], ITEMSIZE[case["dtype"]])
+            merged = out.setdefault(key, {"forms": {}})
+            merged.update({k: v for k, v in case.items() if k != "forms"})
+            for name, form in case["forms"].items():
+                best = form.get("best_us")
+                held = merged["forms"].get(name, {}).get("best_us")
+                if best is not None and (held is None or best < held):
+                    merged["forms"][name] = {"best_us": best, "best": form.get("best")}
     return out
 
 
@@ -468,16 +480,18 @@ def bound_us(
 
 
 def explain(
-    bound: dict[str, Any], sweeps: list[dict[str, Any]], everything: bool = False
+    bounds: list[dict[str, Any]],
+    sweeps: list[dict[str, Any]],
+    everything: bool = False,
 ) -> tuple[str, dict[str, int]]:
     """A Markdown table of the sweeps' 16-bit cases (those of the pass under
     ``GOAL`` of the elementwise copy, or all): eager, the default, the pass,
     the bound of the form and, for ops with exps, the bound with their least
     arithmetic, as fractions of the copy, with the pass's time over each
     bound's; and counts for a summary (``within_10pct``: the pass within
-    10% of the nearer bound).  A later sweep's case replaces an earlier
-    one's."""
-    shapes = bounds_by_shape(bound)
+    10% of the nearer bound).  A later sweep's arms replace an earlier
+    one's of the same case."""
+    shapes = bounds_by_shape(bounds)
     latest: dict[tuple[Any, ...], dict[str, Any]] = {}
     for sweep in sweeps:
         for case in sweep["cases"]:
@@ -489,7 +503,10 @@ def explain(
                     case["pass"],
                     case["dtype"],
                 )
-                latest[key] = case
+                # a later sweep's arms replace an earlier one's; arms it
+                # did not time stay
+                earlier = latest.get(key, {"arms": {}})
+                latest[key] = {**case, "arms": {**earlier["arms"], **case["arms"]}}
     lines = [
         "| op | rows x row | dtype | pass | eager | default | the pass | "
         "bound of the form | the pass over it | with the least arithmetic | "
@@ -566,8 +583,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--explain",
         nargs="+",
-        metavar="JSON",
-        help="a form_bound.json, then reductions.py JSONs",
+        metavar="SWEEP_JSON",
+        help="reductions.py JSONs to set against --bounds",
+    )
+    parser.add_argument(
+        "--bounds",
+        nargs="+",
+        metavar="BOUND_JSON",
+        help="form_bound.json files, for --explain",
     )
     parser.add_argument(
         "--all", action="store_true", help="--explain every 16-bit case"
@@ -575,10 +598,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline-s", type=float, default=0.0)
     args = parser.parse_args(argv)
     if args.explain:
-        if len(args.explain) < 2:
-            raise SystemExit("error: --explain needs a form_bound.json and a sweep")
-        loaded = [load_json(path) for path in args.explain]
-        table, counts = explain(loaded[0], loaded[1:], args.all)
+        if not args.bounds:
+            raise SystemExit("error: --explain needs --bounds form_bound.json")
+        table, counts = explain(
+            [load_json(path) for path in args.bounds],
+            [load_json(path) for path in args.explain],
+            args.all,
+        )
         print(table)
         print(
             f"\n{counts['under_goal']} of {counts['cases']} 16-bit cases of the pass "
