@@ -25,18 +25,26 @@ kernels Inductor generates for them, ``OP_FORMS``):
 * ``read_write``: one input read and the output written, no reduction to
   wait for: cross-entropy's backward (the row's saved logsumexp).
 
+The forwards' forms also run with their ops' least arithmetic
+(``ARITHMETIC_FORMS``): ``logsumexp``, ``log_softmax`` and ``softmax`` (an
+online max and sum at one exp an element), ``layer_norm`` (Welford's update,
+a division an element, as Inductor's loop) and ``rms_norm`` (a sum of
+squares).  Where a case is far over its move-only bound, these say whether
+the arithmetic is why.
+
 Each form runs looped (steps of ``RBLOCK`` along the row, aligned as the
 pass's loops are: steps start at the row's start rounded down to 16 bytes
-and load without a mask inside the row) and, at rows of at most 32768, on
-chip (the whole row in one block: each input read once).  The form's bound
-is its fastest variant.  Times are ``do_bench_cudagraph`` medians in us,
+and load without a mask inside the row; with Inductor's cache hints and
+without) and, at rows of at most 32768, on chip (the whole row in one
+block: each input read once; rows of at most 2048 also several a block).
+The form's bound is its fastest variant.  Times are ``do_bench_cudagraph`` medians in us,
 beside the same input's elementwise copy (``torch.mul(x, 1, out=y)``) and
 clone (``probes/copy_baseline.py``: the faster way to copy).
 
     python3 benchmarks/fusion/probes/reductions_form_bound.py \\
         --shapes 2670x50257,1046x128256 --dtypes bfloat16       # $OUT/form_bound.json
     # no GPU: each sweep case's time against the bound of its form (each
-    # form's best over the bound files; a later sweep's case replaces an
+    # form's best over the bound files; a later sweep's arms replace an
     # earlier one's)
     python3 benchmarks/fusion/probes/reductions_form_bound.py \\
         --bounds form_bound.json --explain sweep_a.json sweep_b.json [--all]
@@ -66,6 +74,8 @@ SHAPES = (
 )
 # the pass keeps a row of at most this many elements on chip
 ON_CHIP_ROW_LIMIT = 32768
+# rows of at most this many elements are also held several a block
+SHORT_ROW_LIMIT = 2048
 # looped variants: (elements a step, warps); upstream's 2048 x 16 and the
 # pass's 4096 x 16 and 8192 x 32 among them
 LOOPED = ((2048, 8), (2048, 16), (4096, 16), (4096, 32), (8192, 32))
@@ -73,18 +83,23 @@ LOOPED = ((2048, 8), (2048, 16), (4096, 16), (4096, 32), (8192, 32))
 GOAL = 0.85
 
 
+# a form's arithmetic (``Form.arithmetic``, the kernel's ``ARITH``)
+MOVE = 0  # data alone: the row's sum, then a - sum written
+LOGSUMEXP = 1  # an online logsumexp at one exp an element; a - lse written
+SOFTMAX = 2  # the same; exp(a - lse) written, one exp an element more
+WELFORD = 3  # a layer norm's: Welford's mean and variance; (a - mean) * rstd
+SQUARES = 4  # an RMS norm's: the mean of squares; a * rstd
+
+
 class Form(NamedTuple):
     """Which inputs (0: the first, 1: the second) a kernel reads before its
     reduction is known and after, whether it writes a row, and its
-    arithmetic: ``exps`` 0 moves data alone (a sum); 1 reduces the first
-    input to its logsumexp at one exp an element (an online max and sum)
-    and writes ``a - logsumexp``; 2 writes ``exp(a - logsumexp)``, one exp
-    an element more."""
+    arithmetic (``MOVE`` for data alone, or an op's least)."""
 
     first: tuple[int, ...]
     second: tuple[int, ...]
     writes: bool
-    exps: int = 0
+    arithmetic: int = MOVE
 
 
 FORMS = {
@@ -94,9 +109,11 @@ FORMS = {
     "one_then_two": Form((0,), (0, 1), True),
     "read_write": Form((), (0,), True),
     # the forwards' forms with the least arithmetic of their ops
-    "logsumexp": Form((0,), (), False, 1),
-    "log_softmax": Form((0,), (0,), True, 1),
-    "softmax": Form((0,), (0,), True, 2),
+    "logsumexp": Form((0,), (), False, LOGSUMEXP),
+    "log_softmax": Form((0,), (0,), True, LOGSUMEXP),
+    "softmax": Form((0,), (0,), True, SOFTMAX),
+    "layer_norm": Form((0,), (0,), True, WELFORD),
+    "rms_norm": Form((0,), (0,), True, SQUARES),
 }
 
 # The forms of the kernels Inductor generates for each op and pass over a
@@ -114,17 +131,24 @@ OP_FORMS = {
     ("rms_norm", "forward+backward"): ("two_reads", "two_inputs_twice"),
     ("cross_entropy", "forward+backward"): ("one_read", "read_write"),
 }
-# The same with the forward's least arithmetic where it has exps (an online
-# softmax's): what a kernel that moves the data and computes no more than
-# one exp an element (two for a softmax's) reaches.
+# The same with the forward's least arithmetic: what a kernel that moves the
+# data and computes no more than its op must reaches (an online softmax at
+# one exp an element, two for a softmax's; a layer norm's Welford update; an
+# RMS norm's squares).  The backward keeps its move-only form.
 ARITHMETIC_FORMS = {
     ("softmax", "forward"): ("softmax",),
     ("log_softmax", "forward"): ("log_softmax",),
     ("cross_entropy", "forward"): ("logsumexp",),
+    ("layer_norm", "forward"): ("layer_norm",),
+    ("rms_norm", "forward"): ("rms_norm",),
     ("softmax", "forward+backward"): ("softmax", "two_inputs_twice"),
     ("log_softmax", "forward+backward"): ("log_softmax", "one_then_two"),
     ("cross_entropy", "forward+backward"): ("logsumexp", "read_write"),
+    ("layer_norm", "forward+backward"): ("layer_norm", "two_inputs_twice"),
+    ("rms_norm", "forward+backward"): ("rms_norm", "two_inputs_twice"),
 }
+# the norms' epsilon, as F.layer_norm's and F.rms_norm's in the sweep
+EPS = 1e-5
 
 
 def parse_shapes(text: str) -> list[tuple[int, int]]:
@@ -145,11 +169,16 @@ def next_power_of_2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
 
-def variants(row: int, itemsize: int) -> list[tuple[str, int, int, bool, int, bool]]:
+def variants(
+    row: int, itemsize: int
+) -> list[tuple[str, int, int, bool, int, bool, int]]:
     """(name, elements a block, warps, on chip, alignment in elements,
-    cache hints) of the kernels a form is timed as at this row length.
-    Looped kernels go with Inductor's cache hints (a first read of what is
-    read again ``evict_last``, the rest ``evict_first``) and without."""
+    cache hints, rows a block) of the kernels a form is timed as at this
+    row length.  Looped kernels hold one row a block, with Inductor's cache
+    hints (a first read of what is read again ``evict_last``, the rest
+    ``evict_first``) and without; on chip, rows of up to
+    ``SHORT_ROW_LIMIT`` are also held several a block, as Inductor's
+    kernels hold short rows."""
     align = 16 // itemsize
     # steps longer than the row (rounded up, 2048 at least) only add masks
     out = [
@@ -160,6 +189,7 @@ def variants(row: int, itemsize: int) -> list[tuple[str, int, int, bool, int, bo
             False,
             align,
             hints,
+            1,
         )
         for block, warps in LOOPED
         if block <= max(2048, next_power_of_2(row))
@@ -169,11 +199,23 @@ def variants(row: int, itemsize: int) -> list[tuple[str, int, int, bool, int, bo
         # rows of whole 16-byte lines start aligned: no head to step over
         chip_align = 1 if (row * itemsize) % 16 == 0 else align
         block = next_power_of_2(row + chip_align - 1)
-        for warps in (4, 8, 16, 32):
-            if 4 <= block // (32 * warps) <= 32:
-                out.append(
-                    (f"chip_r{block}_w{warps}", block, warps, True, chip_align, False)
-                )
+        for rows_a_block in (1, 2, 4, 8, 16):
+            if rows_a_block > 1 and row > SHORT_ROW_LIMIT:
+                break
+            for warps in (4, 8, 16, 32):
+                if 4 <= block * rows_a_block // (32 * warps) <= 32:
+                    several = f"_x{rows_a_block}" if rows_a_block > 1 else ""
+                    out.append(
+                        (
+                            f"chip_r{block}{several}_w{warps}",
+                            block,
+                            warps,
+                            True,
+                            chip_align,
+                            False,
+                            rows_a_block,
+                        )
+                    )
     return out
 
 
@@ -203,11 +245,48 @@ def _online(m, s, v):
 
 
 @triton.jit
+def _welford_combine(mean1, m2_1, n1, mean2, m2_2, n2):
+    nn = n1 + n2
+    delta = mean2 - mean1
+    w2 = tl.where(nn == 0.0, 0.0, n2 / nn)
+    return mean1 + delta * w2, m2_1 + m2_2 + delta * delta * n1 * w2, nn
+
+
+@triton.jit
+def _written(
+    a,
+    b,
+    total,
+    scale,
+    SECOND_A: tl.constexpr,
+    SECOND_B: tl.constexpr,
+    ARITH: tl.constexpr,
+):
+    # the row written from its second reads and its reduction
+    if SECOND_A:
+        value = a
+    else:
+        value = tl.zeros_like(a)
+    if ARITH == 3:
+        value = (value - total) * scale
+    elif ARITH == 4:
+        value = value * total
+    elif SECOND_B:
+        value -= b * total
+    else:
+        value -= total
+    if ARITH == 2:
+        value = tl.exp(value)
+    return value
+
+
+@triton.jit
 def _form(
     a_ptr,
     b_ptr,
     out_ptr,
     row_out_ptr,
+    rows,
     n,
     stride,
     FIRST_A: tl.constexpr,
@@ -216,14 +295,17 @@ def _form(
     SECOND_B: tl.constexpr,
     WRITES: tl.constexpr,
     RBLOCK: tl.constexpr,
+    XBLOCK: tl.constexpr,
     ALIGN: tl.constexpr,
     ON_CHIP: tl.constexpr,
     HINTS: tl.constexpr,
-    EXPS: tl.constexpr,
+    ARITH: tl.constexpr,
+    EPS: tl.constexpr,
 ):
-    # the row's reduction is the sum of its first-read inputs; the row
-    # written is (a if read again) - (b if read again, else 1) * sum; with
-    # EXPS the logsumexp of a, and a - it (1) or exp(a - it) (2)
+    # the row's reduction is the sum of its first-read inputs (ARITH 0),
+    # the logsumexp of a (1, 2), its mean under Welford's update (3) or its
+    # mean of squares (4); the row written is _written's.  On chip, XBLOCK
+    # rows a block, each read once; looped, one row a block.
     FIRST_A_POLICY: tl.constexpr = (
         ("evict_last" if SECOND_A else "evict_first") if HINTS else ""
     )
@@ -231,49 +313,53 @@ def _form(
         ("evict_last" if SECOND_B else "evict_first") if HINTS else ""
     )
     DROP: tl.constexpr = "evict_first" if HINTS else ""
-    row = tl.program_id(0)
-    start = row.to(tl.int64) * stride
-    if ALIGN > 1:
-        base = tl.multiple_of((start // ALIGN) * ALIGN, ALIGN)
-        lead = start - base
-    else:
-        base = start
-        lead = 0
-    end = lead + n
     if ON_CHIP:
-        i = tl.arange(0, RBLOCK)
-        mask = (i >= lead) & (i < end)
+        row = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]
+        start = row.to(tl.int64) * stride
+        if ALIGN > 1:
+            base = (start // ALIGN) * ALIGN
+        else:
+            base = start
+        lead = start - base
+        i = tl.arange(0, RBLOCK)[None, :]
+        mask = (i >= lead) & (i < lead + n) & (row < rows)
         a = tl.load(a_ptr + base + i, mask=mask, other=0.0).to(tl.float32)
-        b = tl.zeros([RBLOCK], tl.float32)
+        b = tl.zeros([XBLOCK, RBLOCK], tl.float32)
         if FIRST_B or SECOND_B:
             b = tl.load(b_ptr + base + i, mask=mask, other=0.0).to(tl.float32)
-        if EXPS > 0:
-            mx = tl.max(tl.where(mask, a, -float("inf")), 0)
-            total = mx + tl.log(tl.sum(tl.where(mask, tl.exp(a - mx), 0.0), 0))
+        scale = tl.full([XBLOCK, 1], 1.0, tl.float32)
+        if ARITH == 1 or ARITH == 2:
+            mx = tl.max(tl.where(mask, a, -float("inf")), 1)[:, None]
+            total = mx + tl.log(tl.sum(tl.where(mask, tl.exp(a - mx), 0.0), 1)[:, None])
+        elif ARITH == 3:
+            total = tl.sum(a, 1)[:, None] / n
+            centred = tl.where(mask, a - total, 0.0)
+            scale = tl.rsqrt(tl.sum(centred * centred, 1)[:, None] / n + EPS)
+        elif ARITH == 4:
+            total = tl.rsqrt(tl.sum(a * a, 1)[:, None] / n + EPS)
         else:
-            acc = tl.zeros([RBLOCK], tl.float32)
+            acc = tl.zeros([XBLOCK, RBLOCK], tl.float32)
             if FIRST_A:
                 acc += a
             if FIRST_B:
                 acc += b
-            total = tl.sum(acc, 0)
+            total = tl.sum(acc, 1)[:, None]
         if WRITES:
-            value = tl.zeros([RBLOCK], tl.float32)
-            if SECOND_A:
-                value += a
-            if SECOND_B:
-                value -= b * total
-            else:
-                value -= total
-            if EXPS == 2:
-                value = tl.exp(value)
-            tl.store(
-                out_ptr + base + i,
-                value.to(out_ptr.dtype.element_ty),
-                mask=mask,
-            )
+            value = _written(a, b, total, scale, SECOND_A, SECOND_B, ARITH)
+            tl.store(out_ptr + base + i, value.to(out_ptr.dtype.element_ty), mask=mask)
+        tl.store(row_out_ptr + row, total, mask=row < rows)
     else:
-        if EXPS > 0:
+        row = tl.program_id(0)
+        start = row.to(tl.int64) * stride
+        if ALIGN > 1:
+            base = tl.multiple_of((start // ALIGN) * ALIGN, ALIGN)
+            lead = start - base
+        else:
+            base = start
+            lead = 0
+        end = lead + n
+        scale = 1.0
+        if ARITH == 1 or ARITH == 2:
             m = tl.full([RBLOCK], -float("inf"), tl.float32)
             s = tl.zeros([RBLOCK], tl.float32)
             for off in range(0, end, RBLOCK):
@@ -286,6 +372,25 @@ def _form(
             mm = tl.max(m, 0)
             ss = tl.sum(tl.where(m == -float("inf"), 0.0, s * tl.exp(m - mm)), 0)
             total = mm + tl.log(ss)
+        elif ARITH == 3:
+            mean = tl.zeros([RBLOCK], tl.float32)
+            m2 = tl.zeros([RBLOCK], tl.float32)
+            count = tl.zeros([RBLOCK], tl.float32)
+            for off in range(0, end, RBLOCK):
+                i = off + tl.arange(0, RBLOCK)
+                inside = (off >= lead) & (off + RBLOCK <= end) if ALIGN > 1 else False
+                v = _load(a_ptr, base, i, lead, end, inside, FIRST_A_POLICY, 0.0)
+                # Welford's update, a division an element, as Inductor's loop
+                valid = (i >= lead) & (i < end)
+                count_next = count + 1.0
+                delta = v - mean
+                mean_next = mean + delta / count_next
+                m2_next = m2 + delta * (v - mean_next)
+                mean = tl.where(valid, mean_next, mean)
+                m2 = tl.where(valid, m2_next, m2)
+                count = tl.where(valid, count_next, count)
+            total, m2_row, _ = tl.reduce((mean, m2, count), 0, _welford_combine)
+            scale = tl.rsqrt(m2_row / n + EPS)
         else:
             acc = tl.zeros([RBLOCK], tl.float32)
             if FIRST_A or FIRST_B:
@@ -295,46 +400,50 @@ def _form(
                         (off >= lead) & (off + RBLOCK <= end) if ALIGN > 1 else False
                     )
                     if FIRST_A:
-                        acc += _load(
+                        v = _load(
                             a_ptr, base, i, lead, end, inside, FIRST_A_POLICY, 0.0
                         )
+                        if ARITH == 4:
+                            v = v * v
+                        acc += v
                     if FIRST_B:
                         acc += _load(
                             b_ptr, base, i, lead, end, inside, FIRST_B_POLICY, 0.0
                         )
             total = tl.sum(acc, 0)
+            if ARITH == 4:
+                total = tl.rsqrt(total / n + EPS)
         if WRITES:
             for off in range(0, end, RBLOCK):
                 i = off + tl.arange(0, RBLOCK)
                 inside = (off >= lead) & (off + RBLOCK <= end) if ALIGN > 1 else False
-                value = tl.zeros([RBLOCK], tl.float32)
+                a = tl.zeros([RBLOCK], tl.float32)
+                b = tl.zeros([RBLOCK], tl.float32)
                 if SECOND_A:
-                    value += _load(a_ptr, base, i, lead, end, inside, DROP, 0.0)
+                    a = _load(a_ptr, base, i, lead, end, inside, DROP, 0.0)
                 if SECOND_B:
-                    value -= _load(b_ptr, base, i, lead, end, inside, DROP, 0.0) * total
-                else:
-                    value -= total
-                if EXPS == 2:
-                    value = tl.exp(value)
+                    b = _load(b_ptr, base, i, lead, end, inside, DROP, 0.0)
+                value = _written(a, b, total, scale, SECOND_A, SECOND_B, ARITH)
                 value = value.to(out_ptr.dtype.element_ty)
                 if inside:
                     tl.store(out_ptr + base + i, value)
                 else:
                     tl.store(out_ptr + base + i, value, mask=(i >= lead) & (i < end))
-    tl.store(row_out_ptr + row, total)
+        tl.store(row_out_ptr + row, total)
 
 
 def run_form(
     form: Form, a: Any, b: Any, out: Any, row_out: Any, variant: tuple[Any, ...]
 ) -> None:
-    """One launch of the move-only kernel of ``form`` over ``a``'s rows."""
-    _, block, warps, on_chip, align, hints = variant
+    """One launch of the kernel of ``form`` over ``a``'s rows."""
+    _, block, warps, on_chip, align, hints, rows_a_block = variant
     rows, n = a.shape
-    _form[(rows,)](
+    _form[(-(-rows // rows_a_block),)](
         a,
         b,
         out,
         row_out,
+        rows,
         n,
         a.stride(0),
         FIRST_A=0 in form.first,
@@ -343,10 +452,12 @@ def run_form(
         SECOND_B=1 in form.second,
         WRITES=form.writes,
         RBLOCK=block,
+        XBLOCK=rows_a_block,
         ALIGN=align,
         ON_CHIP=on_chip,
         HINTS=hints,
-        EXPS=form.exps,
+        ARITH=form.arithmetic,
+        EPS=EPS,
         num_warps=warps,
     )
 
@@ -355,17 +466,24 @@ def reference(form: Form, a: Any, b: Any) -> tuple[Any, Any]:
     """The kernel's row reductions and output, in float32."""
     import torch
 
-    inputs = (a.float(), b.float())
-    if form.exps:
-        total = torch.logsumexp(inputs[0], -1, keepdim=True)
+    x, y = a.float(), b.float()
+    if form.arithmetic in (LOGSUMEXP, SOFTMAX):
+        total = torch.logsumexp(x, -1, keepdim=True)
+    elif form.arithmetic == WELFORD:
+        total = x.mean(-1, keepdim=True)
+        rstd = torch.rsqrt(x.var(-1, unbiased=False, keepdim=True) + EPS)
+        return total.squeeze(-1), (x - total) * rstd
+    elif form.arithmetic == SQUARES:
+        total = torch.rsqrt(x.square().mean(-1, keepdim=True) + EPS)
+        return total.squeeze(-1), x * total
     else:
         total = sum(
-            (inputs[k].sum(-1, keepdim=True) for k in form.first),
-            torch.zeros_like(inputs[0][:, :1]),
+            ((x, y)[k].sum(-1, keepdim=True) for k in form.first),
+            torch.zeros_like(x[:, :1]),
         )
-    value = inputs[0] if 0 in form.second else torch.zeros_like(inputs[0])
-    value = value - (inputs[1] if 1 in form.second else 1.0) * total
-    if form.exps == 2:
+    value = x if 0 in form.second else torch.zeros_like(x)
+    value = value - (y if 1 in form.second else 1.0) * total
+    if form.arithmetic == SOFTMAX:
         value = value.exp()
     return total.squeeze(-1), value
 
@@ -486,8 +604,8 @@ def explain(
 ) -> tuple[str, dict[str, int]]:
     """A Markdown table of the sweeps' 16-bit cases (those of the pass under
     ``GOAL`` of the elementwise copy, or all): eager, the default, the pass,
-    the bound of the form and, for ops with exps, the bound with their least
-    arithmetic, as fractions of the copy, with the pass's time over each
+    the bound of the form and the bound with the op's least arithmetic, as
+    fractions of the copy, with the pass's time over each
     bound's; and counts for a summary (``within_10pct``: the pass within
     10% of the nearer bound).  A later sweep's arms replace an earlier
     one's of the same case."""
