@@ -76,7 +76,7 @@ test-release: develop
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) tools/fork.py check
-	$(PY) -m pytest -v --durations=40 -n $(TEST_WORKERS) tools/test test $(PACKAGES:%=%/test)
+	$(PY) -m pytest -v --durations=40 -n $(TEST_WORKERS) tools/test test benchmarks/fusion/test $(PACKAGES:%=%/test)
 
 # The main job: the fusion study of the default model set at CI shapes, on
 # CUDA when a GPU is present, else on the CPU; the study writes reports/

@@ -1,9 +1,11 @@
-# Owner(s): ["module: inductor"]
 """The bound of a reduction's form (benchmarks/fusion/probes/reductions_form_bound.py):
 the move-only kernels compute what they claim (run by Triton's interpreter on
 the CPU), each op's forms move at least the bytes the sweep counts, and a
 sweep is set against the bounds as the results pages read it.  The bounds
 themselves are timed on a GPU by the probe, not here.
+
+A test of the fork's benchmarks, beside them: it travels in no pull-request
+stack (``make export``), since the probe does not either.
 """
 
 import importlib.util
@@ -17,8 +19,9 @@ from pathlib import Path
 from torch._inductor.test_case import run_tests, TestCase
 
 
-ROOT = Path(__file__).resolve().parents[2]
-PROBES = ROOT / "benchmarks" / "fusion" / "probes"
+# benchmarks/fusion: the sweep (reductions.py) and its probes/
+FUSION = Path(__file__).resolve().parents[1]
+PROBES = FUSION / "probes"
 HAS_TRITON = importlib.util.find_spec("triton") is not None
 
 
