@@ -30,7 +30,8 @@ The forwards' forms also run with their ops' least arithmetic
 online max and sum at one exp an element), ``layer_norm`` (Welford's update,
 a division an element, as Inductor's loop) and ``rms_norm`` (a sum of
 squares).  Where a case is far over its move-only bound, these say whether
-the arithmetic is why.
+the arithmetic is why; ``layer_norm_approximate_division`` (the same update
+dividing with ``tl.fdiv``) whether the division is.
 
 Each form runs looped (steps of ``RBLOCK`` along the row, aligned as the
 pass's loops are: steps start at the row's start rounded down to 16 bytes
@@ -89,6 +90,9 @@ LOGSUMEXP = 1  # an online logsumexp at one exp an element; a - lse written
 SOFTMAX = 2  # the same; exp(a - lse) written, one exp an element more
 WELFORD = 3  # a layer norm's: Welford's mean and variance; (a - mean) * rstd
 SQUARES = 4  # an RMS norm's: the mean of squares; a * rstd
+# Welford's update with an approximate division (``tl.fdiv``, not IEEE
+# rounded): not an op's form, the question whether the division is the cost
+WELFORD_APPROXIMATE_DIVISION = 5
 
 
 class Form(NamedTuple):
@@ -114,6 +118,9 @@ FORMS = {
     "softmax": Form((0,), (0,), True, SOFTMAX),
     "layer_norm": Form((0,), (0,), True, WELFORD),
     "rms_norm": Form((0,), (0,), True, SQUARES),
+    "layer_norm_approximate_division": Form(
+        (0,), (0,), True, WELFORD_APPROXIMATE_DIVISION
+    ),
 }
 
 # The forms of the kernels Inductor generates for each op and pass over a
@@ -267,7 +274,7 @@ def _written(
         value = a
     else:
         value = tl.zeros_like(a)
-    if ARITH == 3:
+    if ARITH == 3 or ARITH == 5:
         value = (value - total) * scale
     elif ARITH == 4:
         value = value * total
@@ -331,7 +338,7 @@ def _form(
         if ARITH == 1 or ARITH == 2:
             mx = tl.max(tl.where(mask, a, -float("inf")), 1)[:, None]
             total = mx + tl.log(tl.sum(tl.where(mask, tl.exp(a - mx), 0.0), 1)[:, None])
-        elif ARITH == 3:
+        elif ARITH == 3 or ARITH == 5:
             total = tl.sum(a, 1)[:, None] / n
             centred = tl.where(mask, a - total, 0.0)
             scale = tl.rsqrt(tl.sum(centred * centred, 1)[:, None] / n + EPS)
@@ -372,7 +379,7 @@ def _form(
             mm = tl.max(m, 0)
             ss = tl.sum(tl.where(m == -float("inf"), 0.0, s * tl.exp(m - mm)), 0)
             total = mm + tl.log(ss)
-        elif ARITH == 3:
+        elif ARITH == 3 or ARITH == 5:
             mean = tl.zeros([RBLOCK], tl.float32)
             m2 = tl.zeros([RBLOCK], tl.float32)
             count = tl.zeros([RBLOCK], tl.float32)
@@ -384,7 +391,10 @@ def _form(
                 valid = (i >= lead) & (i < end)
                 count_next = count + 1.0
                 delta = v - mean
-                mean_next = mean + delta / count_next
+                if ARITH == 5:
+                    mean_next = mean + tl.fdiv(delta, count_next, ieee_rounding=False)
+                else:
+                    mean_next = mean + delta / count_next
                 m2_next = m2 + delta * (v - mean_next)
                 mean = tl.where(valid, mean_next, mean)
                 m2 = tl.where(valid, m2_next, m2)
@@ -469,7 +479,7 @@ def reference(form: Form, a: Any, b: Any) -> tuple[Any, Any]:
     x, y = a.float(), b.float()
     if form.arithmetic in (LOGSUMEXP, SOFTMAX):
         total = torch.logsumexp(x, -1, keepdim=True)
-    elif form.arithmetic == WELFORD:
+    elif form.arithmetic in (WELFORD, WELFORD_APPROXIMATE_DIVISION):
         total = x.mean(-1, keepdim=True)
         rstd = torch.rsqrt(x.var(-1, unbiased=False, keepdim=True) + EPS)
         return total.squeeze(-1), (x - total) * rstd
