@@ -98,7 +98,6 @@ FEATURES: tuple[Feature, ...] = (
             "test/inductor/test_fusion_study.py",
             "test/inductor/test_fusion_verdict.py",
             "test/inductor/test_fusion_benchmark_tools.py",
-            "test/inductor/test_triton_kernel_registers.py",
             "docs/source/torch.compiler_fusion_remarks.md",
             "docs/source/torch.compiler_fusion_reason_tests.md",
             "docs/source/torch.compiler_fusion_releases.md",

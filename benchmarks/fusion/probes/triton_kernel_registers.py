@@ -11,7 +11,11 @@ memory idle at its end: the layer norm backward at 524 x 256000 in steps
 of 4096 over 16 warps (benchmarks/results/one_pass/on_by_default_2.15.0_h200.md).
 
     python3 benchmarks/fusion/probes/triton_kernel_registers.py CODE.py [CODE.py ...] \\
-        [--configs 1/4096/16,1/2048/16] [--kernel backward] [--json OUT.json]
+        [--configs 1/4096/16,1/2048/16] [--kernel backward] [--loops] [--json OUT.json]
+
+``--loops`` also prints, per loop of the kernel's SASS, its instructions an
+iteration and an element of the row (a thread's share of a step): what two
+kernels that move the same bytes differ by.
 
 A config is XBLOCK/R0_BLOCK/num_warps[/num_stages]; without ``--configs``
 each kernel's own fixed config (the one-pass pass's kernels) is compiled.
@@ -139,6 +143,52 @@ def resource_usage(cubin: bytes) -> dict[str, int]:
     return usage
 
 
+# an instruction of cuobjdump's SASS listing: its address and its text
+SASS_INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);")
+
+
+def loop_instructions(cubin: bytes) -> list[dict[str, Any]]:
+    """The loops of the one kernel of ``cubin`` in its SASS (``cuobjdump
+    -sass``): for each backward branch, the instructions from its target to
+    it (one iteration's, a block's thread) and their count by opcode (the
+    name before the first dot, a predicate left off).  A kernel's loop over
+    a row is where its time goes: two kernels moving the same bytes differ
+    here by their arithmetic and their address work."""
+    import triton
+
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        out = subprocess.run(
+            [str(tool), "-sass", f.name], capture_output=True, text=True
+        )
+    if out.returncode:
+        raise RuntimeError(f"cuobjdump -sass failed: {out.stderr.strip()}")
+    listing = [
+        (int(a, 16), text.strip()) for a, text in SASS_INSTRUCTION.findall(out.stdout)
+    ]
+    loops = []
+    for address, text in listing:
+        words = text.split()
+        if words and words[0].startswith("@"):
+            words = words[1:]
+        if not words or not words[0].startswith("BRA"):
+            continue
+        target = re.search(r"0x([0-9a-f]+)", text)
+        if target is None or int(target.group(1), 16) >= address:
+            continue
+        start = int(target.group(1), 16)
+        ops: dict[str, int] = {}
+        for a, t in listing:
+            if start <= a <= address:
+                w = t.split()
+                op = (w[1] if w[0].startswith("@") else w[0]).split(".")[0]
+                ops[op] = ops.get(op, 0) + 1
+        loops.append({"instructions": sum(ops.values()), "ops": ops})
+    return loops
+
+
 def blocks_per_multiprocessor(
     registers: int,
     warps: int,
@@ -232,6 +282,13 @@ def measure(
             threads_per_sm=device.max_threads_per_multi_processor,
         )
         in_flight = fit["blocks"] * device.multi_processor_count
+        # elements of the row one thread takes in an iteration of a loop
+        per_thread = (
+            config["XBLOCK"] * config.get("R0_BLOCK", 1) / (32 * config["num_warps"])
+        )
+        loops = loop_instructions(cubin)
+        for loop in loops:
+            loop["per_element"] = loop["instructions"] / per_thread
         row: dict[str, Any] = {
             "kernel": name,
             "config": config,
@@ -239,6 +296,7 @@ def measure(
             **fit,
             "in_flight": in_flight,
             "xnumel": xnumel,
+            "loops": loops,
         }
         if xnumel is not None:
             row.update(waves(math.ceil(xnumel / config["XBLOCK"]), in_flight))
@@ -256,6 +314,11 @@ def main(argv: list[str] | None = None) -> int:
         help="XBLOCK/R0_BLOCK/num_warps[/num_stages], comma-separated",
     )
     p.add_argument("--kernel", default="", help="only kernels whose name has this")
+    p.add_argument(
+        "--loops",
+        action="store_true",
+        help="also print each loop's SASS instructions an iteration and an element",
+    )
     p.add_argument("--json")
     args = p.parse_args(argv)
     results = []
@@ -285,6 +348,15 @@ def main(argv: list[str] | None = None) -> int:
                         ),
                         flush=True,
                     )
+                    if args.loops:
+                        for loop in row["loops"]:
+                            top = sorted(loop["ops"].items(), key=lambda kv: -kv[1])[:6]
+                            print(
+                                f"  loop: {loop['instructions']} instructions an "
+                                f"iteration, {loop['per_element']:.1f} an element ("
+                                + ", ".join(f"{op} {n}" for op, n in top)
+                                + ")"
+                            )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

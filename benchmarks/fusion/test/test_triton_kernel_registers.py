@@ -1,4 +1,3 @@
-# Owner(s): ["module: inductor"]
 """The register probe (benchmarks/fusion/probes/triton_kernel_registers.py):
 Triton kernels of Inductor's output code compiled here, without a GPU, for
 the GPU they were generated for, and the blocks a multiprocessor holds at
@@ -15,8 +14,9 @@ from pathlib import Path
 from torch._inductor.test_case import run_tests, TestCase
 
 
-PROBES = Path(__file__).resolve().parents[2] / "benchmarks" / "fusion" / "probes"
-sys.path.insert(0, str(PROBES))
+PROBES = Path(__file__).resolve().parents[1] / "probes"
+if str(PROBES) not in sys.path:
+    sys.path.insert(0, str(PROBES))
 
 import triton_kernel_registers as regs  # noqa: E402
 
