@@ -30,8 +30,9 @@ The forwards' forms also run with their ops' least arithmetic
 online max and sum at one exp an element), ``layer_norm`` (Welford's update,
 a division an element, as Inductor's loop) and ``rms_norm`` (a sum of
 squares).  Where a case is far over its move-only bound, these say whether
-the arithmetic is why; ``layer_norm_approximate_division`` (the same update
-dividing with ``tl.fdiv``) whether the division is.
+the arithmetic is why; ``layer_norm_shifted_sums`` (the variance from sums
+of the row less its first element and of their squares: no division an
+element) whether Welford's division is.
 
 Each form runs looped (steps of ``RBLOCK`` along the row, aligned as the
 pass's loops are: steps start at the row's start rounded down to 16 bytes
@@ -90,9 +91,12 @@ LOGSUMEXP = 1  # an online logsumexp at one exp an element; a - lse written
 SOFTMAX = 2  # the same; exp(a - lse) written, one exp an element more
 WELFORD = 3  # a layer norm's: Welford's mean and variance; (a - mean) * rstd
 SQUARES = 4  # an RMS norm's: the mean of squares; a * rstd
-# Welford's update with an approximate division (``tl.fdiv``, not IEEE
-# rounded): not an op's form, the question whether the division is the cost
-WELFORD_APPROXIMATE_DIVISION = 5
+# a layer norm's statistics from two sums around a shift (the row's first
+# element): no division an element, where Welford's update has one (Triton's
+# ``/`` is already the approximate ``div.full.f32``, about ten instructions
+# an element with its range checks); not Inductor's form, the question
+# whether the division is the cost
+SHIFTED_SUMS = 5
 
 
 class Form(NamedTuple):
@@ -118,9 +122,7 @@ FORMS = {
     "softmax": Form((0,), (0,), True, SOFTMAX),
     "layer_norm": Form((0,), (0,), True, WELFORD),
     "rms_norm": Form((0,), (0,), True, SQUARES),
-    "layer_norm_approximate_division": Form(
-        (0,), (0,), True, WELFORD_APPROXIMATE_DIVISION
-    ),
+    "layer_norm_shifted_sums": Form((0,), (0,), True, SHIFTED_SUMS),
 }
 
 # The forms of the kernels Inductor generates for each op and pass over a
@@ -224,9 +226,6 @@ def variants(
                         )
                     )
     return out
-
-
-# the move-only kernel
 
 
 @triton.jit
@@ -379,7 +378,7 @@ def _form(
             mm = tl.max(m, 0)
             ss = tl.sum(tl.where(m == -float("inf"), 0.0, s * tl.exp(m - mm)), 0)
             total = mm + tl.log(ss)
-        elif ARITH == 3 or ARITH == 5:
+        elif ARITH == 3:
             mean = tl.zeros([RBLOCK], tl.float32)
             m2 = tl.zeros([RBLOCK], tl.float32)
             count = tl.zeros([RBLOCK], tl.float32)
@@ -391,16 +390,30 @@ def _form(
                 valid = (i >= lead) & (i < end)
                 count_next = count + 1.0
                 delta = v - mean
-                if ARITH == 5:
-                    mean_next = mean + tl.fdiv(delta, count_next, ieee_rounding=False)
-                else:
-                    mean_next = mean + delta / count_next
+                mean_next = mean + delta / count_next
                 m2_next = m2 + delta * (v - mean_next)
                 mean = tl.where(valid, mean_next, mean)
                 m2 = tl.where(valid, m2_next, m2)
                 count = tl.where(valid, count_next, count)
             total, m2_row, _ = tl.reduce((mean, m2, count), 0, _welford_combine)
             scale = tl.rsqrt(m2_row / n + EPS)
+        elif ARITH == 5:
+            # sums of d = x - shift and d * d, shift the row's first element
+            shift = tl.load(a_ptr + start).to(tl.float32)
+            acc = tl.zeros([RBLOCK], tl.float32)
+            acc2 = tl.zeros([RBLOCK], tl.float32)
+            for off in range(0, end, RBLOCK):
+                i = off + tl.arange(0, RBLOCK)
+                inside = (off >= lead) & (off + RBLOCK <= end) if ALIGN > 1 else False
+                v = _load(a_ptr, base, i, lead, end, inside, FIRST_A_POLICY, 0.0)
+                d = tl.where((i >= lead) & (i < end), v - shift, 0.0)
+                acc += d
+                acc2 += d * d
+            mean_d = tl.sum(acc, 0) / n
+            total = shift + mean_d
+            scale = tl.rsqrt(
+                tl.maximum(tl.sum(acc2, 0) / n - mean_d * mean_d, 0.0) + EPS
+            )
         else:
             acc = tl.zeros([RBLOCK], tl.float32)
             if FIRST_A or FIRST_B:
@@ -479,7 +492,7 @@ def reference(form: Form, a: Any, b: Any) -> tuple[Any, Any]:
     x, y = a.float(), b.float()
     if form.arithmetic in (LOGSUMEXP, SOFTMAX):
         total = torch.logsumexp(x, -1, keepdim=True)
-    elif form.arithmetic in (WELFORD, WELFORD_APPROXIMATE_DIVISION):
+    elif form.arithmetic in (WELFORD, SHIFTED_SUMS):
         total = x.mean(-1, keepdim=True)
         rstd = torch.rsqrt(x.var(-1, unbiased=False, keepdim=True) + EPS)
         return total.squeeze(-1), (x - total) * rstd
@@ -559,10 +572,6 @@ def time_shape(rows: int, row: int, dtype_name: str) -> dict[str, Any]:
 # --explain: no GPU
 
 
-def shape_key(rows: int, row: int, itemsize: int) -> tuple[int, int, int]:
-    return rows, row, itemsize
-
-
 ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
 # the sweep's arms set against the bound
 ARMS = ("eager", "default", "one_pass")
@@ -578,7 +587,7 @@ def bounds_by_shape(
     out: dict[tuple[int, int, int], dict[str, Any]] = {}
     for bound in bounds:
         for case in bound["cases"]:
-            key = shape_key(case["rows"], case["row"], ITEMSIZE[case["dtype"]])
+            key = (case["rows"], case["row"], ITEMSIZE[case["dtype"]])
             merged = out.setdefault(key, {"forms": {}})
             merged.update({k: v for k, v in case.items() if k != "forms"})
             for name, form in case["forms"].items():
@@ -644,7 +653,7 @@ def explain(
     counts = {"cases": 0, "under_goal": 0, "bound_under_goal": 0, "within_10pct": 0}
     for key in sorted(latest):
         case = latest[key]
-        shape = shapes.get(shape_key(case["rows"], case["row"], 2))
+        shape = shapes.get((case["rows"], case["row"], 2))
         if shape is None:
             raise SystemExit(
                 f"error: the bound file has no {case['rows']}x{case['row']} 16-bit case"
