@@ -15,7 +15,8 @@ of 4096 over 16 warps (benchmarks/results/one_pass/on_by_default_2.15.0_h200.md)
 
 ``--loops`` also prints, per loop of the kernel's SASS, its instructions an
 iteration and an element of the row (a thread's share of a step): what two
-kernels that move the same bytes differ by.
+kernels that move the same bytes differ by.  A loop whose body branches
+(aligned steps) counts both sides.
 
 A config is XBLOCK/R0_BLOCK/num_warps[/num_stages]; without ``--configs``
 each kernel's own fixed config (the one-pass pass's kernels) is compiled.
@@ -153,7 +154,10 @@ def loop_instructions(cubin: bytes) -> list[dict[str, Any]]:
     it (one iteration's, a block's thread) and their count by opcode (the
     name before the first dot, a predicate left off).  A kernel's loop over
     a row is where its time goes: two kernels moving the same bytes differ
-    here by their arithmetic and their address work."""
+    here by their arithmetic and their address work.  The count is of the
+    loop's whole span: where its body branches (the one-pass pass's aligned
+    steps write it once for steps inside the row and once for the row's
+    ends) both sides count, though an iteration runs one."""
     import triton
 
     tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
