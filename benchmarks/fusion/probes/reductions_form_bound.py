@@ -67,8 +67,9 @@ from typing import Any, NamedTuple
 import triton
 import triton.language as tl
 
-# reductions.least_bytes, one folder up (imported without torch)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# the copy probe's shape parsing and JSON reading, beside this file
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from copy_baseline import load_json, parse_shapes
 
 SHAPES = (
     "262144x512,65536x2048,32768x4096,16384x8192,8192x16384,4096x32768,"
@@ -158,20 +159,6 @@ ARITHMETIC_FORMS = {
 }
 # the norms' epsilon, as F.layer_norm's and F.rms_norm's in the sweep
 EPS = 1e-5
-
-
-def parse_shapes(text: str) -> list[tuple[int, int]]:
-    """``ROWSxROW,...`` to pairs; a malformed item is a one-line error."""
-    shapes = []
-    for item in text.split(","):
-        try:
-            rows, row = (int(part) for part in item.lower().split("x"))
-        except ValueError:
-            raise SystemExit(f"error: bad shape {item!r}: want ROWSxROW") from None
-        if rows < 1 or row < 1:
-            raise SystemExit(f"error: bad shape {item!r}: both sizes must be >= 1")
-        shapes.append((rows, row))
-    return shapes
 
 
 def next_power_of_2(n: int) -> int:
@@ -702,15 +689,6 @@ def explain(
             f"{cell(fraction(arith_s))} | {over(arith_s)} |"
         )
     return "\n".join(lines), counts
-
-
-def load_json(path: str) -> Any:
-    """A JSON file, or a one-line error naming it."""
-    try:
-        with open(path) as fh:
-            return json.load(fh)
-    except (OSError, ValueError) as e:
-        raise SystemExit(f"error: {path}: {e}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -121,25 +121,29 @@ def parse_config(text: str) -> dict[str, int]:
     }
 
 
-def resource_usage(cubin: bytes) -> dict[str, int]:
-    """Registers, stack (spills) and shared memory a thread block of the
-    one kernel of ``cubin`` uses, from ``cuobjdump -res-usage``."""
+def cuobjdump(cubin: bytes, flag: str) -> str:
+    """What Triton's own ``cuobjdump FLAG`` prints of ``cubin``."""
     import triton
 
     tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        out = subprocess.run(
-            [str(tool), "-res-usage", f.name], capture_output=True, text=True
-        )
+        out = subprocess.run([str(tool), flag, f.name], capture_output=True, text=True)
     if out.returncode:
-        raise RuntimeError(f"cuobjdump -res-usage failed: {out.stderr.strip()}")
+        raise RuntimeError(f"cuobjdump {flag} failed: {out.stderr.strip()}")
+    return out.stdout
+
+
+def resource_usage(cubin: bytes) -> dict[str, int]:
+    """Registers, stack (spills) and shared memory a thread block of the
+    one kernel of ``cubin`` uses, from ``cuobjdump -res-usage``."""
+    text = cuobjdump(cubin, "-res-usage")
     usage = {}
     for key in ("REG", "STACK", "SHARED", "LOCAL"):
-        m = re.search(rf"\b{key}:(\d+)", out.stdout)
+        m = re.search(rf"\b{key}:(\d+)", text)
         if m is None:
-            raise RuntimeError(f"cuobjdump -res-usage gave no {key}: {out.stdout!r}")
+            raise RuntimeError(f"cuobjdump -res-usage gave no {key}: {text!r}")
         usage[key.lower()] = int(m.group(1))
     return usage
 
@@ -158,20 +162,8 @@ def loop_instructions(cubin: bytes) -> list[dict[str, Any]]:
     loop's whole span: where its body branches (the one-pass pass's aligned
     steps write it once for steps inside the row and once for the row's
     ends) both sides count, though an iteration runs one."""
-    import triton
-
-    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        out = subprocess.run(
-            [str(tool), "-sass", f.name], capture_output=True, text=True
-        )
-    if out.returncode:
-        raise RuntimeError(f"cuobjdump -sass failed: {out.stderr.strip()}")
-    listing = [
-        (int(a, 16), text.strip()) for a, text in SASS_INSTRUCTION.findall(out.stdout)
-    ]
+    sass = cuobjdump(cubin, "-sass")
+    listing = [(int(a, 16), text.strip()) for a, text in SASS_INSTRUCTION.findall(sass)]
     loops = []
     for address, text in listing:
         words = text.split()
