@@ -103,9 +103,9 @@ tests)
     # Every CUDA-only class; a test's own skip says why where it needs more.
     timeout "$deadline" python3 tools/fork.py run -- python3 -m pytest -v -p no:cacheprovider \
         -n "${WORKERS:-6}" --dist load \
-        test/inductor/test_fusion_ablation.py test/inductor/test_fusion_benchmark_tools.py \
-        test/inductor/test_fusion_predictions.py test/inductor/test_fusion_verdict.py test/inductor/test_fusion_remarks.py \
-        test/inductor/test_fusion_reason_rules.py test/inductor/test_fusion_study.py \
+        test/inductor/test_fusion_ablation.py benchmarks/fusion/test/test_fusion_benchmark_tools.py \
+        benchmarks/fusion/test/test_fusion_predictions.py benchmarks/fusion/test/test_fusion_verdict.py test/inductor/test_fusion_remarks.py \
+        test/inductor/test_fusion_reason_rules.py benchmarks/fusion/test/test_fusion_study.py \
         packages/fx_fusion/test/test_fx_fusion.py packages/fx_fusion/test/test_fx_fusion_codegen.py \
         test/inductor/test_launch_bound_combo.py test/inductor/test_one_pass_reductions.py \
         test/inductor/test_one_pass_reductions_correctness.py test/inductor/test_one_pass_reductions_aligned.py \

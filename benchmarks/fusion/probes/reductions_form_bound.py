@@ -373,15 +373,20 @@ def _form(
                 i = off + tl.arange(0, RBLOCK)
                 inside = (off >= lead) & (off + RBLOCK <= end) if ALIGN > 1 else False
                 v = _load(a_ptr, base, i, lead, end, inside, FIRST_A_POLICY, 0.0)
-                # Welford's update, a division an element, as Inductor's loop
-                valid = (i >= lead) & (i < end)
+                # Welford's update, a division an element, as Inductor's
+                # loop; a step inside the row updates every lane (no mask
+                # to evaluate), as the pass's aligned steps do
                 count_next = count + 1.0
                 delta = v - mean
                 mean_next = mean + delta / count_next
                 m2_next = m2 + delta * (v - mean_next)
-                mean = tl.where(valid, mean_next, mean)
-                m2 = tl.where(valid, m2_next, m2)
-                count = tl.where(valid, count_next, count)
+                if inside:
+                    mean, m2, count = mean_next, m2_next, count_next
+                else:
+                    valid = (i >= lead) & (i < end)
+                    mean = tl.where(valid, mean_next, mean)
+                    m2 = tl.where(valid, m2_next, m2)
+                    count = tl.where(valid, count_next, count)
             total, m2_row, _ = tl.reduce((mean, m2, count), 0, _welford_combine)
             scale = tl.rsqrt(m2_row / n + EPS)
         elif ARITH == 5:
@@ -393,7 +398,9 @@ def _form(
                 i = off + tl.arange(0, RBLOCK)
                 inside = (off >= lead) & (off + RBLOCK <= end) if ALIGN > 1 else False
                 v = _load(a_ptr, base, i, lead, end, inside, FIRST_A_POLICY, 0.0)
-                d = tl.where((i >= lead) & (i < end), v - shift, 0.0)
+                d = v - shift
+                if not inside:
+                    d = tl.where((i >= lead) & (i < end), d, 0.0)
                 acc += d
                 acc2 += d * d
             mean_d = tl.sum(acc, 0) / n

@@ -5,7 +5,10 @@ kernels, traced into other ops), the one-line verdict from hand numbers, the
 config options suspected of a slower compile, and real CPU compiles measured
 (CUDA's launch counts skipped without a GPU).  The calibration of predicted
 gains, whose cases carry this verdict, is tested in
-test_fusion_predictions.py."""
+test_fusion_predictions.py.
+
+A test of the fork's benchmarks, beside them: it travels in no pull-request
+stack (``make export``), since the benchmarks do not either."""
 
 import sys
 import unittest
@@ -20,7 +23,7 @@ from torch._inductor.test_case import run_tests, TestCase
 from torch.testing._internal.common_cuda import TEST_CUDA
 
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BENCHMARKS = REPO / "benchmarks" / "fusion"
 sys.path.insert(0, str(BENCHMARKS))
 

@@ -5,7 +5,10 @@ step, the bandwidth benchmark, the side-by-side reports of Inductor and the
 FX fusion arm, the compile-time cost of the launch-bound combo pass's
 grouping, and the layout of the benchmarks and their results (every result
 indexed, every probe stating its question).
-Real compiles on the CPU; the GPU runs are in benchmarks/results/."""
+Real compiles on the CPU; the GPU runs are in benchmarks/results/.
+
+A test of the fork's benchmarks, beside them: it travels in no pull-request
+stack (``make export``), since the benchmarks do not either."""
 
 import json
 import math
@@ -27,7 +30,7 @@ from torch._inductor.test_case import run_tests, TestCase
 from torch.testing._internal.common_cuda import TEST_CUDA
 
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BENCHMARKS = REPO / "benchmarks" / "fusion"
 PROBES = BENCHMARKS / "probes"
 sys.path.insert(0, str(BENCHMARKS))

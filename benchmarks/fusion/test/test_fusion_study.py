@@ -5,6 +5,9 @@ The harness runs each case in a child process, so these tests run it as a
 user does, as a command, on micro-benchmarks of the default set and on models
 of a user's file (``--extra-models``): a model that fails to compile and one
 with a Dynamo graph break.
+
+A test of the fork's benchmarks, beside them: it travels in no pull-request
+stack (``make export``), since the benchmarks do not either.
 """
 
 import html
@@ -27,7 +30,7 @@ from fusion_viewer.study import (
 from torch._inductor.test_case import run_tests, TestCase
 
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 STUDY = REPO / "benchmarks" / "fusion" / "study.py"
 sys.path.insert(0, str(STUDY.parent))
 

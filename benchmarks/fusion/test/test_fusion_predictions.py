@@ -5,7 +5,10 @@ kernels of a forced compile to the stock one, why a measured gain is not the
 predicted one, the points and sets of a calibration, merging results files,
 and a real CPU run of two calibration cases through the fork.  The GPU runs
 are in benchmarks/results/.  The whole-model verdict each case carries is
-tested in test_fusion_verdict.py."""
+tested in test_fusion_verdict.py.
+
+A test of the fork's benchmarks, beside them: it travels in no pull-request
+stack (``make export``), since the benchmarks do not either."""
 
 import json
 import math
@@ -20,7 +23,7 @@ import torch.testing._internal.common_cuda  # noqa: F401
 from torch._inductor.test_case import run_tests, TestCase
 
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BENCHMARKS = REPO / "benchmarks" / "fusion"
 sys.path.insert(0, str(BENCHMARKS))
 
