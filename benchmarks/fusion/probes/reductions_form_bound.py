@@ -9,7 +9,8 @@ nothing to compute, reaches.  This probe times those move-only kernels,
 A form says which row-long tensors a kernel reads before its row's
 reduction is known (the first read), which it reads again once it is (the
 second), and whether it writes a row-long output.  Per op and pass (the
-kernels Inductor generates for them, ``OP_FORMS``):
+kernels Inductor generates for them, ``OP_FORMS`` in
+``reductions_form_explain.py``):
 
 * ``two_reads``: one input read for its reduction, then read again and the
   output written: the forward of softmax, log-softmax, layer norm and RMS
@@ -45,9 +46,9 @@ clone (``probes/copy_baseline.py``: the faster way to copy).
 
     python3 benchmarks/fusion/probes/reductions_form_bound.py \\
         --shapes 2670x50257,1046x128256 --dtypes bfloat16       # $OUT/form_bound.json
-    # no GPU: each sweep case's time against the bound of its form (each
-    # form's best over the bound files; a later sweep's arms replace an
-    # earlier one's)
+    # no GPU (reductions_form_explain.py): each sweep case's time against
+    # the bound of its form (each form's best over the bound files; a later
+    # sweep's arms replace an earlier one's)
     python3 benchmarks/fusion/probes/reductions_form_bound.py \\
         --bounds form_bound.json --explain sweep_a.json sweep_b.json [--all]
 
@@ -70,6 +71,7 @@ import triton.language as tl
 # the copy probe's shape parsing and JSON reading, beside this file
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from copy_baseline import load_json, parse_shapes
+from reductions_form_explain import explain, ITEMSIZE, summary
 
 SHAPES = (
     "262144x512,65536x2048,32768x4096,16384x8192,8192x16384,4096x32768,"
@@ -82,8 +84,6 @@ SHORT_ROW_LIMIT = 2048
 # looped variants: (elements a step, warps); upstream's 2048 x 16 and the
 # pass's 4096 x 16 and 8192 x 32 among them
 LOOPED = ((2048, 8), (2048, 16), (4096, 16), (4096, 32), (8192, 32))
-# a goal of issue 39: the fraction of copy every 16-bit case should reach
-GOAL = 0.85
 
 
 # a form's arithmetic (``Form.arithmetic``, the kernel's ``ARITH``)
@@ -126,37 +126,6 @@ FORMS = {
     "layer_norm_shifted_sums": Form((0,), (0,), True, SHIFTED_SUMS),
 }
 
-# The forms of the kernels Inductor generates for each op and pass over a
-# row (rows of the sweep's ops: no weights).  forward+backward runs the
-# forward's kernel, then the backward's.
-OP_FORMS = {
-    ("softmax", "forward"): ("two_reads",),
-    ("log_softmax", "forward"): ("two_reads",),
-    ("layer_norm", "forward"): ("two_reads",),
-    ("rms_norm", "forward"): ("two_reads",),
-    ("cross_entropy", "forward"): ("one_read",),
-    ("softmax", "forward+backward"): ("two_reads", "two_inputs_twice"),
-    ("log_softmax", "forward+backward"): ("two_reads", "one_then_two"),
-    ("layer_norm", "forward+backward"): ("two_reads", "two_inputs_twice"),
-    ("rms_norm", "forward+backward"): ("two_reads", "two_inputs_twice"),
-    ("cross_entropy", "forward+backward"): ("one_read", "read_write"),
-}
-# The same with the forward's least arithmetic: what a kernel that moves the
-# data and computes no more than its op must reaches (an online softmax at
-# one exp an element, two for a softmax's; a layer norm's Welford update; an
-# RMS norm's squares).  The backward keeps its move-only form.
-ARITHMETIC_FORMS = {
-    ("softmax", "forward"): ("softmax",),
-    ("log_softmax", "forward"): ("log_softmax",),
-    ("cross_entropy", "forward"): ("logsumexp",),
-    ("layer_norm", "forward"): ("layer_norm",),
-    ("rms_norm", "forward"): ("rms_norm",),
-    ("softmax", "forward+backward"): ("softmax", "two_inputs_twice"),
-    ("log_softmax", "forward+backward"): ("log_softmax", "one_then_two"),
-    ("cross_entropy", "forward+backward"): ("logsumexp", "read_write"),
-    ("layer_norm", "forward+backward"): ("layer_norm", "two_inputs_twice"),
-    ("rms_norm", "forward+backward"): ("rms_norm", "two_inputs_twice"),
-}
 # the norms' epsilon, as F.layer_norm's and F.rms_norm's in the sweep
 EPS = 1e-5
 
@@ -563,141 +532,6 @@ def time_shape(rows: int, row: int, dtype_name: str) -> dict[str, Any]:
     return entry
 
 
-# --explain: no GPU
-
-
-ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
-# the sweep's arms set against the bound
-ARMS = ("eager", "default", "one_pass")
-
-
-def bounds_by_shape(
-    bounds: list[dict[str, Any]],
-) -> dict[tuple[int, int, int], dict[str, Any]]:
-    """Bound files' cases by (rows, row, bytes an element): a 16-bit
-    dtype's bound serves the other's cases (the same bytes move).  Where
-    several files time a shape, each form's bound is its best in any of
-    them, and the copy is the latest file's."""
-    out: dict[tuple[int, int, int], dict[str, Any]] = {}
-    for bound in bounds:
-        for case in bound["cases"]:
-            key = (case["rows"], case["row"], ITEMSIZE[case["dtype"]])
-            merged = out.setdefault(key, {"forms": {}})
-            merged.update({k: v for k, v in case.items() if k != "forms"})
-            for name, form in case["forms"].items():
-                best = form.get("best_us")
-                held = merged["forms"].get(name, {}).get("best_us")
-                if best is not None and (held is None or best < held):
-                    merged["forms"][name] = {"best_us": best, "best": form.get("best")}
-    return out
-
-
-def bound_us(
-    op: str, pass_: str, shape: dict[str, Any], table: dict[Any, Any] = OP_FORMS
-) -> float | None:
-    """The bound of an op's form at a shape: the sum of its kernels' forms'
-    best times (``table``: ``OP_FORMS``, the forms moving data alone, or
-    ``ARITHMETIC_FORMS``), or None where one was not measured or the op has
-    no such form."""
-    if (op, pass_) not in table:
-        return None
-    total = 0.0
-    for name in table[(op, pass_)]:
-        best = shape["forms"].get(name, {}).get("best_us")
-        if best is None:
-            return None
-        total += best
-    return total
-
-
-def explain(
-    bounds: list[dict[str, Any]],
-    sweeps: list[dict[str, Any]],
-    everything: bool = False,
-) -> tuple[str, dict[str, int]]:
-    """A Markdown table of the sweeps' 16-bit cases (those of the pass under
-    ``GOAL`` of the elementwise copy, or all): eager, the default, the pass,
-    the bound of the form and the bound with the op's least arithmetic, as
-    fractions of the copy, with the pass's time over each
-    bound's; and counts for a summary (``within_10pct``: the pass within
-    10% of the nearer bound).  A later sweep's arms replace an earlier
-    one's of the same case."""
-    shapes = bounds_by_shape(bounds)
-    latest: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for sweep in sweeps:
-        for case in sweep["cases"]:
-            if ITEMSIZE.get(case["dtype"]) == 2:
-                key = (
-                    case["row"],
-                    case["rows"],
-                    case["op"],
-                    case["pass"],
-                    case["dtype"],
-                )
-                # a later sweep's arms replace an earlier one's; arms it
-                # did not time stay
-                earlier = latest.get(key, {"arms": {}})
-                latest[key] = {**case, "arms": {**earlier["arms"], **case["arms"]}}
-    lines = [
-        "| op | rows x row | dtype | pass | eager | default | the pass | "
-        "bound of the form | the pass over it | with the least arithmetic | "
-        "the pass over it |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    counts = {"cases": 0, "under_goal": 0, "bound_under_goal": 0, "within_10pct": 0}
-    for key in sorted(latest):
-        case = latest[key]
-        shape = shapes.get((case["rows"], case["row"], 2))
-        if shape is None:
-            raise SystemExit(
-                f"error: the bound file has no {case['rows']}x{case['row']} 16-bit case"
-            )
-        copy_bw = 2 * shape["bytes"] / (shape["copy_us"]["elementwise"] * 1e-6)
-
-        def fraction(
-            seconds: float | None,
-            case: dict[str, Any] = case,
-            copy_bw: float = copy_bw,
-        ) -> float | None:
-            return None if seconds is None else case["bytes"] / seconds / copy_bw
-
-        arm_s = {arm: case["arms"].get(arm, {}).get("s") for arm in ARMS}
-        form_us = bound_us(case["op"], case["pass"], shape)
-        form_s = None if form_us is None else form_us * 1e-6
-        arith_us = bound_us(case["op"], case["pass"], shape, ARITHMETIC_FORMS)
-        arith_s = None if arith_us is None else arith_us * 1e-6
-        nearer = max((t for t in (form_s, arith_s) if t), default=None)
-        pass_fraction = fraction(arm_s["one_pass"])
-        counts["cases"] += 1
-        if pass_fraction is None or pass_fraction >= GOAL:
-            if not everything:
-                continue
-        else:
-            counts["under_goal"] += 1
-            bound_fraction = fraction(form_s)
-            if bound_fraction is not None and bound_fraction < GOAL:
-                counts["bound_under_goal"] += 1
-            if nearer and arm_s["one_pass"] <= 1.10 * nearer:
-                counts["within_10pct"] += 1
-
-        def cell(value: float | None) -> str:
-            return "-" if value is None else f"{value:.0%}"
-
-        def over(
-            bound_s: float | None, pass_s: float | None = arm_s["one_pass"]
-        ) -> str:
-            return f"{pass_s / bound_s:.2f}x" if bound_s and pass_s else "-"
-
-        lines.append(
-            f"| {case['op']} | {case['rows']} x {case['row']} | {case['dtype']} | "
-            f"{case['pass']} | "
-            + " | ".join(cell(fraction(arm_s[arm])) for arm in ARMS)
-            + f" | {cell(fraction(form_s))} | {over(form_s)} | "
-            f"{cell(fraction(arith_s))} | {over(arith_s)} |"
-        )
-    return "\n".join(lines), counts
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default=SHAPES)
@@ -728,12 +562,8 @@ def main(argv: list[str] | None = None) -> int:
             args.all,
         )
         print(table)
-        print(
-            f"\n{counts['under_goal']} of {counts['cases']} 16-bit cases of the pass "
-            f"under {GOAL:.0%} of copy; the bound of the form is under it in "
-            f"{counts['bound_under_goal']}; the pass is within 10% of the nearer "
-            f"bound in {counts['within_10pct']}"
-        )
+        print()
+        print(summary(counts))
         return 0
     shapes = parse_shapes(args.shapes)
     dtypes = [d for d in args.dtypes.split(",") if d]

@@ -35,8 +35,10 @@ class TestFormBound(TestCase):
                 sys.path.insert(0, str(path))
         import reductions
         import reductions_form_bound
+        import reductions_form_explain
 
         cls.probe = reductions_form_bound
+        cls.explain = reductions_form_explain
         cls.reductions = reductions
 
     def test_every_op_and_pass_has_forms_moving_at_least_its_bytes(self):
@@ -45,7 +47,7 @@ class TestFormBound(TestCase):
         forms = self.probe.FORMS
         for op in self.reductions.OPS:
             for pass_, backward in (("forward", False), ("forward+backward", True)):
-                names = self.probe.OP_FORMS[(op, pass_)]
+                names = self.explain.OP_FORMS[(op, pass_)]
                 moved = sum(
                     len(forms[n].first) + len(forms[n].second) + forms[n].writes
                     for n in names
@@ -56,8 +58,8 @@ class TestFormBound(TestCase):
     def test_the_arithmetic_forms_move_the_data_of_the_plain_ones(self):
         # a bound with the op's least arithmetic adds exps, not bytes
         forms = self.probe.FORMS
-        for key, names in self.probe.ARITHMETIC_FORMS.items():
-            plain = self.probe.OP_FORMS[key]
+        for key, names in self.explain.ARITHMETIC_FORMS.items():
+            plain = self.explain.OP_FORMS[key]
             self.assertEqual(len(names), len(plain), key)
             for name, plain_name in zip(names, plain):
                 self.assertEqual(forms[name][:3], forms[plain_name][:3], key)
@@ -191,13 +193,13 @@ class TestFormBound(TestCase):
                 }
             ]
         }
-        table, counts = self.probe.explain([bound], [earlier, later])
+        table, counts = self.explain.explain([bound], [earlier, later])
         # a later sweep of some arms keeps the earlier eager
         only_pass = {"cases": [case("softmax", "forward", 1.5)]}
         del only_pass["cases"][0]["arms"]["eager"]
-        kept, _ = self.probe.explain([bound], [earlier, only_pass])
+        kept, _ = self.explain.explain([bound], [earlier, only_pass])
         self.assertIn("| softmax | 4 x 8 | float16 | forward | 50% | 25% | 67% |", kept)
-        merged, _ = self.probe.explain([bound, other], [later])
+        merged, _ = self.explain.explain([bound, other], [later])
         self.assertIn(
             "| softmax | 4 x 8 | float16 | forward | 50% | 25% | 67% | 100% | 1.50x "
             "| 80% | 1.20x |",
@@ -212,15 +214,48 @@ class TestFormBound(TestCase):
                 "| 80% | 1.20x |",
             ],
         )
+        # the layer norm is behind eager (4 us against 2), and eager beats
+        # its form's bound of 2.5 us; float32 has no bound file: left out
         self.assertEqual(
             counts,
-            {"cases": 3, "under_goal": 2, "bound_under_goal": 2, "within_10pct": 0},
+            {
+                "cases": 3,
+                "under_goal": 2,
+                "bound_under_goal": 2,
+                "within_10pct": 0,
+                "behind_eager": 1,
+                "eager_beats_bound": 1,
+                "no_bound": 0,
+            },
         )
-        everything, _ = self.probe.explain([bound], [later], everything=True)
+        # with a float32 bound: float32 cases are held to eager only, one at
+        # a shape the bound lacks is listed without a bound
+        wide = {
+            "cases": [{**bound["cases"][0], "dtype": "float32", "forms": forms(1.25)}]
+        }
+        elsewhere = {**case("softmax", "forward", 9.0, "float32"), "rows": 8}
+        wide_table, wide_counts = self.explain.explain(
+            [bound, wide], [{"cases": [*later["cases"], elsewhere]}]
+        )
+        self.assertIn(
+            "| softmax | 4 x 8 | float32 | forward | 50% | 25% | 11% | 80% | 7.20x "
+            "| 80% | 7.20x |",
+            wide_table,
+        )
+        self.assertIn(
+            "| softmax | 8 x 8 | float32 | forward | 50% | 25% | 11% | - | - | - | - |",
+            wide_table,
+        )
+        self.assertEqual((wide_counts["cases"], wide_counts["behind_eager"]), (3, 3))
+        self.assertEqual(
+            (wide_counts["eager_beats_bound"], wide_counts["no_bound"]), (1, 1)
+        )
+        self.assertIn("behind eager in 3 cases", self.explain.summary(wide_counts))
+        everything, _ = self.explain.explain([bound], [later], everything=True)
         self.assertIn("| rms_norm | 4 x 8 | float16 | forward |", everything)
-        # a case whose shape the bound file lacks is a one-line error
+        # bound files of no element size of the sweeps: a one-line error
         with self.assertRaises(SystemExit):
-            self.probe.explain([{"cases": []}], [later])
+            self.explain.explain([{"cases": []}], [later])
 
     def test_bad_input_is_a_one_line_error(self):
         for argv in (["--explain", "sweep.json"], ["--shapes", "12by3"]):
