@@ -20,7 +20,10 @@ forward and forward+backward, and times each arm:
   ``triton.scalar_accumulators``); ``one_pass_vector_accumulators`` (the
   pass, likewise without them); ``one_pass_sums_on_chip`` (the pass with
   kernels that only sum on chip too, ``one_pass_reductions_sums_on_chip``:
-  the counterfactual of ``one_pass_sums_at_copy_speed``); ``cooperative``
+  the counterfactual of ``one_pass_sums_at_copy_speed``);
+  ``one_pass_wide_rows_on_chip`` (the pass with rows of 4-byte elements of
+  up to 32768 on chip too, ``one_pass_reductions_wide_rows_on_chip``: the
+  counterfactual of ``one_pass_row_at_copy_speed``); ``cooperative``
   (upstream's cooperative
   reductions forced, ``triton.force_cooperative_reductions``: several
   blocks a row, combined through a workspace, the form split rows take with
@@ -90,6 +93,7 @@ ARMS = (
     "default_vector_accumulators",
     "one_pass_vector_accumulators",
     "one_pass_sums_on_chip",
+    "one_pass_wide_rows_on_chip",
     "cooperative",
 )
 OPS = ("softmax", "log_softmax", "cross_entropy", "layer_norm", "rms_norm")
@@ -125,6 +129,12 @@ ARM_CONFIG: dict[str, dict[str, Any]] = {
     "one_pass_sums_on_chip": {
         "one_pass_reductions": True,
         "one_pass_reductions_sums_on_chip": True,
+    },
+    # the pass with rows of 4-byte elements of up to 32768 on chip too (the
+    # counterfactual of one_pass_row_at_copy_speed)
+    "one_pass_wide_rows_on_chip": {
+        "one_pass_reductions": True,
+        "one_pass_reductions_wide_rows_on_chip": True,
     },
     # upstream's cooperative reductions, forced (split rows' form)
     "cooperative": {"triton.force_cooperative_reductions": True},
@@ -594,12 +604,18 @@ def main(argv: list[str] | None = None) -> int:
         type=lambda s: s.split(","),
         # the *_vector_accumulators arms only where asked (2.14.1 has no
         # option), cooperative too (it may hang where its blocks cannot all be
-        # resident), and the sums on chip (a rule's counterfactual)
+        # resident), and the rules' counterfactuals (sums and rows of
+        # 4-byte elements on chip)
         default=[
             a
             for a in ARMS
             if not a.endswith("_vector_accumulators")
-            and a not in ("cooperative", "one_pass_sums_on_chip")
+            and a
+            not in (
+                "cooperative",
+                "one_pass_sums_on_chip",
+                "one_pass_wide_rows_on_chip",
+            )
         ],
     )
     p.add_argument(

@@ -286,9 +286,15 @@ class TestCuda(TestCase):
             ),
             (Reason.ONE_PASS_TOO_FEW_ROWS, softmax_last, (8, 4096), {}, None),
             # float32 rows of 4096: upstream's loop is at copy speed (the
-            # counterfactual, bfloat16 rows of 4096 on chip, is
+            # option holds them on chip; bfloat16 rows of 4096 on chip are
             # test_softmax_row_goes_on_chip_and_equals_eager).
-            (Reason.ONE_PASS_ROW_AT_COPY_SPEED, softmax_last, (512, 4096), {}, None),
+            (
+                Reason.ONE_PASS_ROW_AT_COPY_SPEED,
+                softmax_last,
+                (512, 4096),
+                {},
+                {"one_pass_reductions_wide_rows_on_chip": True},
+            ),
         ]
         for reason, fn, shape, patch, fix in cases:
             with self.subTest(reason=reason.value):

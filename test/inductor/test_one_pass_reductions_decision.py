@@ -134,7 +134,7 @@ class TestDecision(TestCase):
             self.assertIsNone(kept.loop_block)
             self.assertFalse(opr.uses_fast_exp(kept, element_bytes, True))
         # Counterfactuals: two-byte elements, a kernel that gathers per
-        # element (which upstream's loop repeats every pass).
+        # element (which upstream's loop repeats every pass), the option on.
         self.assertEqual(
             self.decide(row=32768, element_bytes=2, phases=3).num_warps, 32
         )
@@ -143,6 +143,19 @@ class TestDecision(TestCase):
         )
         self.assertTrue(self.decide(row=4096, element_bytes=2).fused)
         self.assertTrue(self.decide(row=2048, element_bytes=4, gathers=True).fused)
+        # The option lifts this rule only: an online softmax at 32768 goes on
+        # chip, a layer norm's forward there keeps upstream's loop by the
+        # two-read rule.
+        for row, online in ((2048, False), (4096, False), (32768, True)):
+            on_chip = self.decide(
+                row=row, element_bytes=4, online=online, wide_rows_on_chip=True
+            )
+            self.assertTrue(on_chip.fused)
+            self.assertEqual(on_chip.num_warps, rules.warps_for_row(row, 32))
+        self.assertEqual(
+            self.decide(row=32768, element_bytes=4, wide_rows_on_chip=True).reason,
+            Reason.ONE_PASS_LOOP_AT_COPY_SPEED,
+        )
         # A row too long for the block is decided as before.
         self.assertEqual(
             self.decide(row=65536, element_bytes=4).reason,

@@ -201,6 +201,7 @@ def decide(
     scalar_accumulators: bool = False,
     sums_only: bool = False,
     sums_on_chip: bool = False,
+    wide_rows_on_chip: bool = False,
 ) -> Decision | None:
     """The pure decision for a reduction kernel; ``None`` when the kernel
     makes one pass and there is nothing to decide.  Every kernel it keeps
@@ -228,7 +229,8 @@ def decide(
     row of at most :data:`WIDE_ELEMENT_ROW_LIMIT` elements of 4 bytes or
     more keeps upstream's loop (``one_pass_row_at_copy_speed``), unless the
     kernel ``gathers`` from another buffer
-    (``one_pass_reduction_rows.gathers``).
+    (``one_pass_reduction_rows.gathers``) or ``wide_rows_on_chip``
+    (``config.one_pass_reductions_wide_rows_on_chip``).
     ``sums_only``: every reduction of the kernel is a plain sum
     (``one_pass_reduction_rows.sums_only``); such a kernel that reads its
     row from memory exactly twice keeps upstream's loop
@@ -317,7 +319,12 @@ def decide(
             online=online,
             memory_passes=memory_passes,
         )
-    if element_bytes >= 4 and row <= WIDE_ELEMENT_ROW_LIMIT and not gathers:
+    if (
+        element_bytes >= 4
+        and row <= WIDE_ELEMENT_ROW_LIMIT
+        and not gathers
+        and not wide_rows_on_chip
+    ):
         return Decision(
             Reason.ONE_PASS_ROW_AT_COPY_SPEED,
             phases,

@@ -123,8 +123,8 @@ def record(decision: Decision, nodes: list[BaseSchedulerNode]) -> None:
         args["limit"] = decision.limit
         detail = (
             f"a row of {decision.row} elements of 4 bytes or more (at most "
-            f"{decision.limit}): upstream's loop is at a copy's speed there; "
-            f"{passes} kept"
+            f"{decision.limit}): upstream's loop is at a copy's speed there "
+            f"(config.one_pass_reductions_wide_rows_on_chip); {passes} kept"
         )
     elif decision.reason == Reason.ONE_PASS_ROW_READ_ONCE:
         args["num_warps_on_chip"] = decision.limit

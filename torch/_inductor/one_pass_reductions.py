@@ -381,6 +381,7 @@ def _kernel_kwargs(
         scalar_accumulators=release_compat.scalar_accumulators_on(),
         sums_only=kernel_rows.sums_only(nodes),
         sums_on_chip=bool(config.one_pass_reductions_sums_on_chip),
+        wide_rows_on_chip=bool(config.one_pass_reductions_wide_rows_on_chip),
     )
     if decision is None:
         return kernel_kwargs

@@ -663,7 +663,7 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.ONE_PASS_ROW_AT_COPY_SPEED: (
         _H,
-        "config.one_pass_reductions kept a softmax-class kernel's passes: its row is of 4-byte elements and at most 32768 long, where upstream's loop already runs at a copy's speed (its re-reads hit L2 and its arithmetic hides behind the loads) and a row held on chip was 1-3% slower",
+        "config.one_pass_reductions kept a softmax-class kernel's passes: its row is of 4-byte elements and at most 32768 long, where upstream's loop already runs at a copy's speed (its re-reads hit L2 and its arithmetic hides behind the loads) and a row held on chip was 1-3% slower; config.one_pass_reductions_wide_rows_on_chip holds it on chip",
     ),
     R.ONE_PASS_ROW_READ_ONCE: (
         _H,
