@@ -549,7 +549,9 @@ def main(argv: list[str] | None = None) -> int:
         help="form_bound.json files, for --explain",
     )
     parser.add_argument(
-        "--all", action="store_true", help="--explain every 16-bit case"
+        "--all",
+        action="store_true",
+        help="--explain every case, not only those short of a goal",
     )
     parser.add_argument("--deadline-s", type=float, default=0.0)
     args = parser.parse_args(argv)
