@@ -36,12 +36,18 @@ develop: $(STAMP)
 # 2.8 GB beside the 5.8 GB virtualenv they fill, and `make test` installs two
 # releases on one disk (one CI run ended with "No space left on device" while
 # it installed the second).
+# Checked before a virtualenv is made, so that a full disk stops with one line
+# rather than pip's OSError minutes in (the last CI failure: clones of earlier
+# test runs had filled the disk).
+VENV_FREE_GB ?= 9
 # The packages of this repository that live outside torch/ (the viewer, the FX
 # fusion backend), installed editable so the checkout is what runs.
 PACKAGES := packages/fusion_viewer packages/fx_fusion
 
 $(STAMP): $(REQUIREMENTS) requirements/common.txt requirements/constraints.txt $(PACKAGES:%=%/pyproject.toml)
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.10+ or pass PYTHON=..."; exit 1; }
+	@free=$$(df -Pk . | awk 'NR == 2 { print int($$4 / 1048576) }'); \
+	  [ "$$free" -ge $(VENV_FREE_GB) ] || { echo "error: $(VENV) needs about $(VENV_FREE_GB) GB free on this disk (a release's wheels unpacked beside its virtualenv); $$free GB free"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	PIP_CONSTRAINT=$(CURDIR)/requirements/constraints.txt \
 	  $(PY) -m pip install --quiet --disable-pip-version-check --no-cache-dir -r $(REQUIREMENTS)
