@@ -7,8 +7,9 @@ a kernel of its own (from the fusion report, whose kernels equal what Inductor
 generated) and every boundary between them says ``no_fusion``; with
 ``fusion_only`` the held-off optimizations are absent from the generated code
 (no OpenMP, no vector ISA in C++ kernels) and listed as ``config`` remarks.
-Results equal eager in every combination, over upstream's OpInfo database and
-over the benchmarks' default model set.
+Results equal eager in every combination, over upstream's OpInfo database
+(over the benchmarks' default model set: benchmarks/fusion/test/
+test_model_set_switches.py, beside the model set).
 
 Per release: fusion_only holds the options of the running torch release only
 (an entry's ``releases``), and every config option the running release added
@@ -52,7 +53,6 @@ from test_fusion_remarks_opinfo import first_sample_call, opinfo_subset
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.join(HERE, "..", "..")
-sys.path.insert(0, os.path.join(REPO, "benchmarks", "fusion"))
 
 ON_2_14_1 = release_compat.release_at_least("2.14.1")
 ON_2_15_0 = release_compat.release_at_least("2.15.0")
@@ -75,11 +75,6 @@ SWITCHES = {
     "fusion_only": {"fusion_only": True},
     "both": {"no_fusion": True, "fusion_only": True},
 }
-# Whole models run each switch alone; the two together run over the OpInfo
-# ops (TestAblationOpInfo).  The 13 models' three compiles each took 420 of
-# the 2,062 s of a fresh clone's suite on the 2-core CPU (2026-11-27), run
-# once per release inside CI's 90 minutes.
-MODEL_SWITCHES = {name: SWITCHES[name] for name in ("no_fusion", "fusion_only")}
 
 
 def sin_plus_cos(x):
@@ -650,14 +645,9 @@ graph 0/0 (cpu): 3 ops -> 1 kernel (1 generated, 0 extern)
 
 
 class TestAblationDocs(TestCase):
-    def test_docs_tables_match_the_code(self):
-        sys.path.insert(0, os.path.join(REPO, "tools"))
-        import update_fusion_docs
-
-        for filename, tables in update_fusion_docs.TABLES.items():
-            with open(os.path.join(REPO, "docs", "source", filename)) as f:
-                text = f.read()
-            self.assertEqual(update_fusion_docs.render(text, tables), text, filename)
+    def test_docs_name_every_held_option(self):
+        # The generated tables are checked against their generator by
+        # tools/test/test_docs_tables.py.
         ablation_doc = os.path.join(
             REPO, "docs", "source", "torch.compiler_fusion_ablation.md"
         )
@@ -698,44 +688,6 @@ class TestAblationOpInfo(TestCase):
 instantiate_device_type_tests(
     TestAblationOpInfo, globals(), only_for="cpu", allow_xpu=False
 )
-
-
-class AblationModelsMixin:
-    """The benchmarks' default model set, every switch, against eager."""
-
-    device = "cpu"
-    shapes = "ci"
-
-    def check_model(self, name):
-        from models import build, compile_config
-
-        model, inputs = build(name, self.device, self.shapes)
-        with torch.no_grad(), compile_config(name):
-            expected = model(*inputs)
-            for switches in MODEL_SWITCHES.values():
-                torch._dynamo.reset()
-                with torch._inductor.config.patch(switches):
-                    actual = torch.compile(model)(*inputs)
-                self.assertEqual(actual, expected, atol=2e-3, rtol=2e-3)
-
-
-def _add_model_tests(cls):
-    from models import MODELS
-
-    for name in MODELS:
-        setattr(cls, f"test_{name}", lambda self, name=name: self.check_model(name))
-    return cls
-
-
-@_add_model_tests
-class TestAblationModels(AblationModelsMixin, TestCase):
-    pass
-
-
-@unittest.skipUnless(HAS_GPU, "needs a GPU")
-@_add_model_tests
-class TestAblationModelsGPU(AblationModelsMixin, TestCase):
-    device = GPU_TYPE
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ python3 tools/fork.py run -- python3 -m pytest -v -p no:cacheprovider \
     test/inductor/test_launch_bound_combo.py::TestLaunchBoundComboCuda \
     packages/fx_fusion/test/test_fx_fusion.py::TestFxFusionCuda \
     packages/fx_fusion/test/test_fx_fusion_codegen.py::TestFxFusionCodegenCuda \
-    test/inductor/test_fusion_ablation.py::TestAblationModelsGPU \
+    benchmarks/fusion/test/test_model_set_switches.py::TestAblationModelsGPU \
+    benchmarks/fusion/test/test_model_set_switches.py::TestLaunchBoundComboModelsCuda \
     > "$OUT/cuda_tests.txt" 2>&1 &
 python3 tools/fork.py run -- python3 benchmarks/fusion/coverage.py --device cuda \
     --models "$MODELS" --modes default --shapes ci --json "$OUT/coverage_default.json" \

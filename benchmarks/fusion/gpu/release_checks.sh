@@ -107,7 +107,7 @@ tests)
         benchmarks/fusion/test/test_fusion_predictions.py benchmarks/fusion/test/test_fusion_verdict.py test/inductor/test_fusion_remarks.py \
         test/inductor/test_fusion_reason_rules.py benchmarks/fusion/test/test_fusion_study.py \
         packages/fx_fusion/test/test_fx_fusion.py packages/fx_fusion/test/test_fx_fusion_codegen.py \
-        test/inductor/test_launch_bound_combo.py test/inductor/test_one_pass_reductions.py \
+        test/inductor/test_launch_bound_combo.py benchmarks/fusion/test/test_model_set_switches.py test/inductor/test_one_pass_reductions.py \
         test/inductor/test_one_pass_reductions_correctness.py test/inductor/test_one_pass_reductions_aligned.py \
         test/inductor/test_one_pass_reductions_split_rows.py test/inductor/test_one_pass_reductions_kept_loops.py \
         -k "GPU or Cuda or cuda or OpInfo or Properties" >"$OUT/tests.log" 2>&1 &

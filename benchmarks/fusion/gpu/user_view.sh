@@ -16,7 +16,8 @@ python3 tools/fork.py run -- python3 -m pytest -v -p no:cacheprovider \
     test/inductor/test_fusion_remarks.py::TestFusionRemarksGPU \
     test/inductor/test_launch_bound_combo.py::TestLaunchBoundComboCuda \
     packages/fx_fusion/test/test_fx_fusion.py::TestFxFusionCuda \
-    test/inductor/test_fusion_ablation.py::TestAblationModelsGPU \
+    benchmarks/fusion/test/test_model_set_switches.py::TestAblationModelsGPU \
+    benchmarks/fusion/test/test_model_set_switches.py::TestLaunchBoundComboModelsCuda \
     > "$OUT/cuda_tests.txt" 2>&1 &
 python3 tools/fork.py run -- python3 benchmarks/fusion/user_view_check.py \
     --device cuda --out "$OUT/user_view_cuda" > "$OUT/user_view_cuda.txt" 2>&1 &
