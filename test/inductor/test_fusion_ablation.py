@@ -634,12 +634,12 @@ class TestAblationLog(LoggingTestCase):
                 f"test_fusion_ablation.py:{line}", "<sin_plus_cos>"
             ).replace(held, "<NO_FUSION of this release>"),
             """\
-graph 0/0 (cpu): 3 ops -> 1 kernel (1 generated, 0 extern)
+graph 0/0 (cpu): 3 ops -> 3 kernels (3 generated in 1 function, 0 extern)
   cpp_fused_add_cos_sin_0 (cpp, one function of 3 loop nests, not fused with each other): [op0] sin | [op1] cos | [op2] add  [<sin_plus_cos>]
   held off by config.no_fusion: <NO_FUSION of this release>
   3 boundaries:
-    sin -> add: no_fusion (config, scheduler) [<sin_plus_cos>]: op0 + op2: fusion is off (config.no_fusion)
-    cos -> add: no_fusion (config, scheduler) [<sin_plus_cos>]: op1 + op2: fusion is off (config.no_fusion)
+    sin -> add (buf0, 256 B, op0 -> op2): no_fusion (config, scheduler) [<sin_plus_cos>]: op0 + op2: fusion is off (config.no_fusion)
+    cos -> add (buf1, 256 B, op1 -> op2): no_fusion (config, scheduler) [<sin_plus_cos>]: op1 + op2: fusion is off (config.no_fusion)
     sin || cos: no_fusion (config, scheduler) [<sin_plus_cos>]: op0 + op1: fusion is off (config.no_fusion)""",
         )
 

@@ -158,17 +158,17 @@ graph 0/0 (cpu): 3 ops -> 1 kernel (1 generated, 0 extern)
         self.assertExpectedInline(
             sums_named_by_kernel(source_lines(rep.summary())),
             """\
-graph 0/0 (cpu): 8 ops -> 3 kernels (2 generated, 1 extern)
+graph 0/0 (cpu): 8 ops -> 7 kernels (6 generated in 2 functions, 1 extern)
   cpp_fused_add_sum_0 (cpp, one function of 5 loop nests, not fused with each other): [op0] sum@op0 | [op1] sum@op1 | [op2] sum@op2 | [op3] sum@op3 | [op6] add  [<two_axis_reductions_and_mm_relu>]
   extern_kernels.mm [op4] (extern call): mm  [<two_axis_reductions_and_mm_relu>]
   cpp_fused_mul_relu_1 [op5] (cpp): relu and mul, inlined into one loop nest at lowering  [<two_axis_reductions_and_mm_relu>]
   6 boundaries:
-    sum@op0 -> sum@op1: cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu>]: op0 + op1: CppScheduling.can_fuse_vertical: reduction producer with ranges ((32,), (32,)), consumer ranges ((), (32,))
-    sum@op2 -> sum@op3: cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu>]: op2 + op3: CppScheduling.can_fuse_vertical: reduction producer with ranges ((32,), (32,)), consumer ranges ((), (32,))
-    sum@op1 -> add: cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu>]: op1 + op6: CppScheduling.can_fuse_vertical: reduction producer with ranges ((), (32,)), consumer ranges ((), ())
-    sum@op3 -> add: cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu>]: op3 + op6: CppScheduling.can_fuse_vertical: reduction producer with ranges ((), (32,)), consumer ranges ((), ())
-    mm -> relu: extern_kernel (backend, lowering) [<two_axis_reductions_and_mm_relu>]: op4:extern_kernels.mm is an extern kernel
-    sum@op0 || sum@op2: no_shared_data (heuristic, scheduler) [<two_axis_reductions_and_mm_relu>]: op0 + op2: no shared data: both access arg0_1, but at different indices, so no memory access would be saved""",
+    sum@op0 -> sum@op1 (buf0, 128 B, op0 -> op1): cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu>]: op0 + op1: CppScheduling.can_fuse_vertical: reduction producer with ranges ((32,), (32,)), consumer ranges ((), (32,))
+    sum@op2 -> sum@op3 (buf2, 128 B, op2 -> op3): cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu>]: op2 + op3: CppScheduling.can_fuse_vertical: reduction producer with ranges ((32,), (32,)), consumer ranges ((), (32,))
+    sum@op1 -> add (buf1, 4 B, op1 -> op6): cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu>]: op1 + op6: CppScheduling.can_fuse_vertical: reduction producer with ranges ((), (32,)), consumer ranges ((), ())
+    sum@op3 -> add (buf3, 4 B, op3 -> op6): cpp_reduction_producer (backend, scheduler) [<two_axis_reductions_and_mm_relu>]: op3 + op6: CppScheduling.can_fuse_vertical: reduction producer with ranges ((), (32,)), consumer ranges ((), ())
+    mm -> relu (buf4, 4.0 KiB, op4 -> op5): extern_kernel (backend, lowering) [<two_axis_reductions_and_mm_relu>]: op4:extern_kernels.mm is an extern kernel
+    sum@op0 || sum@op2: no_shared_data (heuristic, scheduler) [<two_axis_reductions_and_mm_relu>]: op0 + op2: no shared data: both access arg0_1, but no memory access of one matches one of the other""",
         )
         graph = rep.graphs[0]
         realized = {

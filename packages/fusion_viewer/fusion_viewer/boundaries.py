@@ -143,6 +143,10 @@ _COLUMNS = (
     ("category", "<th>category</th>"),
     ("stage", "<th>stage</th>"),
     ("kernels", "<th>kernels</th>"),
+    (
+        "buffer",
+        '<th title="the buffer one kernel writes and the other reads">buffer</th>',
+    ),
     ("bytes", "<th>bytes</th>"),
     (
         "gain",
@@ -164,6 +168,12 @@ def _cells(
     """Column key -> (the row's cell, whether it holds data)."""
     args = dict(b.get("args") or {})
     nbytes = args.pop("bytes", None)
+    buffer = b.get("buffer") or args.get("buffer")
+    args.pop("buffer", None)
+    sides = [
+        ", ".join(str(n) for n in b.get(key) or [])
+        for key in ("producer_ops", "consumer_ops")
+    ]
     kernels = " \u2192 ".join(
         f'<span class="chip" style="background:{esc(colours.get(k, "#ffffff"))}">'
         f"{esc_name(k)}</span>"
@@ -195,6 +205,18 @@ def _cells(
         ),
         "stage": (f"<td>{esc_name(b.get('stage'))}</td>", bool(b.get("stage"))),
         "kernels": (f"<td>{kernels}</td>", bool(kernels)),
+        "buffer": (
+            f"<td><code>{esc_name(buffer)}</code>"
+            + (
+                f'<div class="dim">{esc_name(sides[0])} \u2192 {esc_name(sides[1])}</div>'
+                if all(sides)
+                else ""
+            )
+            + "</td>"
+            if buffer
+            else "<td></td>",
+            bool(buffer),
+        ),
         "bytes": (bytes_cell(nbytes), bool(fmt_bytes(nbytes))),
         "gain": (
             _gain_cell(b, library_side(b, kinds)),

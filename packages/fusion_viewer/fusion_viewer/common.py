@@ -279,29 +279,26 @@ def fold_names(names: Sequence[object], limit: int = 8, last: str = " and ") -> 
 def extern_inputs(
     kernel: dict[str, Any], graph: dict[str, Any]
 ) -> list[tuple[str, list[str]]]:
-    """The computing ops of an extern kernel's ``input_ops`` (the values other
-    kernels compute into its inputs) by the kernel that computes them, in
-    graph order: ``[("cpp_fused_clone_0", ["clone", "iota_4"]), ...]``; a
-    generated kernel is named by its function, an op no kernel computes is
-    under ``""``.  Empty for other kernels and older captures."""
-    ops = {op.get("name"): op for op in graph.get("ops") or []}
-    order = {name: i for i, name in enumerate(ops)}
+    """What other kernels write into the buffers an extern kernel reads, by
+    the kernel that writes them, in the order of its boundaries:
+    ``[("cpp_fused_clone_0", ["buf3 (clone)"]), ...]``; a generated kernel is
+    named by its function.  Read from the graph's memory crossings (the
+    dependency boundaries into ``kernel``), never from op names.  Empty for
+    other kernels and for captures of before the buffer-level boundaries."""
     shown = {
         k.get("name"): str(k.get("function") or k.get("name"))
         for k in graph.get("kernels") or []
     }
     out: dict[str, list[str]] = {}
-    names = sorted(kernel.get("input_ops") or [], key=lambda n: order.get(n, -1))
-    for name in names:
-        op = ops.get(name) or {}
-        if op.get("computes"):
-            by = dict.fromkeys(
-                shown.get(k, str(k))
-                for k in op.get("kernels") or []
-                if k != kernel.get("name")
-            )
-            for source in by or [""]:
-                out.setdefault(source, []).append(str(name))
+    for b in graph.get("boundaries") or []:
+        if b.get("relation") != "dependency" or "buffer" not in b:
+            continue
+        producer, consumer = ([*list(b.get("kernels") or []), "", ""])[:2]
+        if consumer != kernel.get("name"):
+            continue
+        ops = b.get("producer_ops") or []
+        what = f"{b['buffer']} ({fold_names(ops, 3)})" if ops else str(b["buffer"])
+        out.setdefault(shown.get(producer, str(producer)), []).append(what)
     return list(out.items())
 
 

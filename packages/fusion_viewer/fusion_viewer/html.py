@@ -611,16 +611,12 @@ def _kernel_table(
 
 
 def _inputs_note(kernel: dict[str, Any], graph: dict[str, Any]) -> str:
-    """Under an extern kernel's ops, what other kernels compute into its
-    inputs (``input_ops``), which it does not compute: "inputs from
-    cpp_fused_x_0: clone, iota_4"."""
+    """Under an extern kernel's ops, the buffers other kernels write that it
+    reads (its memory crossings), which it does not compute: "inputs from
+    cpp_fused_x_0: buf3 (clone)"."""
     return "".join(
         '<div class="dim">'
-        + (
-            f"inputs from <code>{esc_name(source)}</code>: "
-            if source
-            else "inputs no kernel computes: "
-        )
+        + f"inputs from <code>{esc_name(source)}</code>: "
         + ", ".join(f"<code>{esc_name(n)}</code>" for n in names)
         + "</div>"
         for source, names in extern_inputs(kernel, graph)

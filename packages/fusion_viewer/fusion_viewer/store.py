@@ -53,7 +53,7 @@ __all__ = [
 # The newest schema version of ``FusionCapture.to_json()`` (torch's
 # ``fusion_report.SCHEMA_VERSION``) that the viewer reads; a test checks that
 # the two agree, so a new schema version comes with a viewer that reads it.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # The name of the structured artifact the fork writes per graph.
 ARTIFACT = "inductor_fusion_remarks"

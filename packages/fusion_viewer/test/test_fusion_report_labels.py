@@ -56,7 +56,14 @@ class TestPageLabels(TestCase):
         (call,) = [k for k in backward["kernels"] if k["kind"] == "fallback"]
         ((function, inputs),) = common.extern_inputs(call, backward)
         self.assertIn(function, backward["kernel_sources"])
-        self.assertIn("where", inputs)
+        # the buffers the call reads, named as the generated code names them
+        read = {
+            b["buffer"]
+            for b in backward["boundaries"]
+            if b["relation"] == "dependency" and b["kernels"][1] == call["name"]
+        }
+        self.assertEqual({name.split(" ")[0] for name in inputs}, read)
+        self.assertTrue(any("where" in name for name in inputs), inputs)
         (row,) = kernel_rows(render_html.render_html(data), "fallback")
         text = text_of(row)
         # one op computed, then the inputs another kernel computes

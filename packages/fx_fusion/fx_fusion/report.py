@@ -17,7 +17,7 @@ from typing import Any, TYPE_CHECKING
 import torch
 import torch.fx
 from torch._inductor.fusion_remarks import recorder as fusion_recorder, sinks
-from torch._inductor.fusion_remarks.analysis import _edges, computes, source_of
+from torch._inductor.fusion_remarks.analysis import computes, op_edges, source_of
 from torch._inductor.fusion_remarks.model import Remark
 from torch._inductor.fusion_remarks.taxonomy import Kind, Reason, Stage
 
@@ -122,7 +122,12 @@ def build_report(
         if n in eliminated:
             entry["eliminated"] = "dead_code"
         ops_json.append(entry)
-    edges = _edges(fx_ops, eliminated)
+    edges = op_edges(
+        fx_ops,
+        lambda n: n.all_input_nodes,
+        lambda n: computes(n) and n not in eliminated,
+        lambda n: n.op == "call_function",
+    )
     boundaries: list[dict[str, Any]] = []
     remarks: list[Remark] = []
     for p, c in edges:

@@ -1,61 +1,62 @@
 """Turn what the fusion hooks recorded for one graph into a fusion report.
 
-After codegen, every post-grad FX node (an *op*) is mapped to the kernels
-that compute it (:mod:`.kernels`), every data dependency between two computing ops becomes an
-*edge*, and every edge whose two ops share no kernel is a *boundary*.  Each
-boundary gets exactly one reason (the coverage invariant, see
-``DESIGN.md`` section 3):
+The analysis is a function of plain records: the scheduler's verdicts and the
+lowering's realizations (:mod:`.recorder`) and the graph's final kernel map
+(:mod:`.kernels`), copied when its code was generated.  It runs once the graph
+is compiled and has no side effects.
 
-1. an extern, fallback or template kernel on either side: the lowering
-   decision that made it one;
-2. otherwise the scheduler's last verdict on a pair of nodes that contained
-   the two ops (upstream's ``WhyNoFuse`` text, or the silent backend check
-   that said no, refined to a code);
+A *boundary* is a memory crossing: a buffer that one kernel writes and another
+reads.  Each crossing gets exactly one boundary (the coverage invariant, see
+``DESIGN.md`` section 3), which names the buffer, both kernels, the ops on each
+side (those computing the buffer, those of the consumer reading it), its
+bytes and one reason:
+
+1. an extern or fallback kernel on either side: the lowering decision that
+   made it one (for a layout copy feeding it, the layout the call requires);
+2. otherwise the scheduler's last verdict on a pair of nodes within the two
+   kernels (the code its call site gave, the values it compared);
 3. otherwise ``not_proposed``, with the concrete reason the scheduler never
    evaluated the pair.
 
-The buffer that carries the value across the boundary, and the lowering rule
-that made it a buffer, are kept in the boundary's ``args``.
+Op pairs are a boundary's human label (``producer`` and ``consumer``), never
+its identity: Inductor recomputes inlined ops in several kernels, so two
+kernels may both compute an op while a buffer still crosses between them.
+Kernels that only read the same input and were evaluated by the scheduler
+get a ``shared_input`` boundary.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, TYPE_CHECKING
 
-import torch
-
-from .. import release_compat
 from .kernels import (
-    base_of,
     computes,
+    Crossing,
+    EXTERN_KINDS,
     Kernel,
-    kernel_kind,
-    settle_ops,
-    split_grouped,
+    KernelMap,
+    OpRecord,
+    source_of,
 )
 from .model import Boundary, GraphReport, KernelRecord, PairVerdict, Remark
 from .taxonomy import Category, Kind, Reason, Stage
 
 
 if TYPE_CHECKING:
-    from ..scheduler import Scheduler
+    from collections.abc import Callable, Iterable, Sequence
+
     from .recorder import GraphRecorder, Refusal
 
 
-_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
-
-
-def source_of(node: torch.fx.Node) -> str | None:
-    """The user's source line of an op, from its FX stack trace."""
-    trace = node.meta.get("stack_trace")
-    if not trace:
-        return None
-    frames = _FRAME.findall(trace)
-    if not frames:
-        return None
-    filename, line = frames[-1]
-    return f"{filename}:{line}"
+__all__ = [
+    "analyze_graph",
+    "classify_verdicts",
+    "computes",
+    "coverage_violations",
+    "op_edges",
+    "refusal_detail",
+    "source_of",
+]
 
 
 def classify_verdicts(recorder: GraphRecorder) -> None:
@@ -63,148 +64,127 @@ def classify_verdicts(recorder: GraphRecorder) -> None:
     record the refusals its rules made; a verdict a later check overturned
     already has the code of that check)."""
     for verdict in recorder.verdicts:
-        if not verdict.fused and verdict.reason is None and verdict.nodes:
+        if not verdict.fused and verdict.reason is None:
             verdict.reason, verdict.detail, verdict.args = rejection_reason(verdict)
 
 
 def refusal_detail(refusal: Refusal) -> str:
     """A refusal's detail: its message, or for a rule that refused silently
-    the check that said no and what it compared."""
+    the check that said no and the values it compared."""
     if refusal.check is None:
         return refusal.detail
-    return _silent_detail(refusal.code, *refusal.nodes, refusal.check)
+    args = refusal.args
+    if refusal.code is Reason.CPP_REDUCTION_PRODUCER:
+        return (
+            f"{refusal.check}: reduction producer with ranges "
+            f"{args.get('ranges1', '?')}, consumer ranges {args.get('ranges2', '?')}"
+        )
+    if refusal.code is Reason.CPP_RANGES_INCOMPATIBLE:
+        return (
+            f"{refusal.check}: ranges {args.get('ranges1', '?')} vs "
+            f"{args.get('ranges2', '?')}"
+        )
+    return f"{refusal.check} returned False"
 
 
 def rejection_reason(verdict: PairVerdict) -> tuple[Reason, str, dict[str, Any]]:
     """The code of a refused pair: the first coded refusal its rules made."""
-    node1, node2 = verdict.nodes
     for refusal in verdict.refusals:
         if refusal.code is None:
             continue
         args = dict(refusal.args)
         detail = refusal_detail(refusal)
-        if refusal.nodes:
-            args.update(_rule_args(refusal.code, *refusal.nodes))
-        if refusal.code is Reason.NO_SHARED_DATA:
-            common = sorted(node1.used_buffer_names() & node2.used_buffer_names())
-            if common:
-                # Upstream's text reads as if nothing were shared; say what is.
-                args["common_buffers"] = common
-                detail += (
-                    f": both access {', '.join(common)}, but at different "
-                    "indices, so no memory access would be saved"
-                )
+        common = verdict.facts.get("common_buffers")
+        if refusal.code is Reason.NO_SHARED_DATA and common:
+            # Upstream's text reads as if nothing were shared; say what is.
+            args["common_buffers"] = common
+            detail += (
+                f": both access {', '.join(common)}, but no memory access of "
+                "one matches one of the other"
+            )
         return refusal.code, detail, args
-    if node1 is node2:
+    if verdict.facts.get("same_node"):
         return Reason.NOT_PROPOSED, "a node paired with itself", {}
-    if node1.is_extern() or node2.is_extern():
+    if verdict.facts.get("extern"):
         return Reason.EXTERN_OR_NOP, "one node is an extern kernel", {}
     if verdict.refusals:  # a message logged without a code
         return Reason.BACKEND_REJECTED, verdict.refusals[0].detail, {}
     return Reason.BACKEND_REJECTED, "Scheduler.can_fuse returned False silently", {}
 
 
-def _ranges(node: Any) -> str:
-    try:
-        return str(node.group[1])
-    except Exception:
-        return "?"
-
-
-def _silent_detail(code: Reason, node1: Any, node2: Any, check: str) -> str:
-    if code is Reason.CPP_REDUCTION_PRODUCER:
-        return (
-            f"{check}: reduction producer with ranges {_ranges(node1)}, "
-            f"consumer ranges {_ranges(node2)}"
-        )
-    if code is Reason.CPP_RANGES_INCOMPATIBLE:
-        return f"{check}: ranges {_ranges(node1)} vs {_ranges(node2)}"
-    return f"{check} returned False"
-
-
-def _rule_args(code: Reason, node1: Any, node2: Any) -> dict[str, Any]:
-    if code.value.startswith("cpp_"):
-        return {"ranges1": _ranges(node1), "ranges2": _ranges(node2)}
-    return {}
-
-
 def analyze_graph(
-    scheduler: Scheduler, recorder: GraphRecorder, label: str
+    kmap: KernelMap, recorder: GraphRecorder, label: str
 ) -> dict[str, Any]:
     """The JSON-ready report of one graph (see fusion_report's schema)."""
-    from ..virtualized import V
-
-    graph = V.graph.graph
-    fx_ops = [n for n in graph.nodes if n.op == "call_function"]
     classify_verdicts(recorder)
-
-    kernels: list[Kernel] = []
-    for snode in scheduler.nodes:
-        for part in split_grouped(snode):
-            kind = kernel_kind(part)
-            if kind is not None:
-                kernels.append(Kernel(part, kind, recorder))
-    settle_ops(kernels)
-    op_kernels: dict[torch.fx.Node, list[Kernel]] = {}
-    for kernel in kernels:
+    ops = {op.name: op for op in kmap.ops}
+    order = {op.name: i for i, op in enumerate(kmap.ops)}
+    kernels = {k.name: k for k in kmap.kernels}
+    op_kernels: dict[str, list[Kernel]] = {}
+    for kernel in kmap.kernels:
         for origin in kernel.origins:
             op_kernels.setdefault(origin, []).append(kernel)
 
     ops_json = []
-    eliminated: set[torch.fx.Node] = set()
-    for node in fx_ops:
+    eliminated: set[str] = set()
+    for op in kmap.ops:
         entry: dict[str, Any] = {
-            "name": node.name,
-            "target": str(node.target),
-            "computes": computes(node),
-            "kernels": [k.name for k in op_kernels.get(node, [])],
-            "source": source_of(node),
+            "name": op.name,
+            "target": op.target,
+            "computes": op.computes,
+            "kernels": [k.name for k in op_kernels.get(op.name, [])],
+            "source": op.source,
         }
-        if entry["computes"] and not entry["kernels"]:
-            entry["eliminated"] = _elimination(node, scheduler)
-            eliminated.add(node)
+        if op.computes and not entry["kernels"]:
+            entry["eliminated"] = _elimination(op)
+            eliminated.add(op.name)
         ops_json.append(entry)
 
-    edges = _edges(fx_ops, eliminated)
+    edges = op_edges(
+        [op.name for op in kmap.ops],
+        lambda name: ops[name].inputs,
+        lambda name: name in ops and ops[name].computes and name not in eliminated,
+        lambda name: name in ops,
+    )
     remarks: list[Remark] = []
-    boundaries: list[Boundary] = []
     for producer, consumer in edges:
-        kp = op_kernels.get(producer, [])
-        kc = op_kernels.get(consumer, [])
-        if not kp or not kc:
-            continue
-        shared = [k for k in kp if k in kc]
+        shared = [
+            k for k in op_kernels.get(producer, []) if k in op_kernels.get(consumer, [])
+        ]
         if shared:
             remarks.append(
-                _fused_remark(producer, consumer, shared[0], recorder, label)
+                _fused_remark(ops[producer], ops[consumer], shared[0], label)
             )
-            continue
-        boundary, remark = _explain_boundary(
-            producer, consumer, *_carrier(kp, kc), recorder, label
+
+    boundaries: list[Boundary] = []
+    for crossing in kmap.crossings:
+        boundary, remark = _explain_crossing(
+            crossing, kernels, ops, order, kmap, recorder, label
         )
         boundaries.append(boundary)
         remarks.append(remark)
-
-    order = {node: i for i, node in enumerate(fx_ops)}
+    connected = {(c.producer, c.consumer) for c in kmap.crossings}
+    for p, c in edges:
+        for a in op_kernels.get(p, []):
+            for b in op_kernels.get(c, []):
+                connected.add((a.name, b.name))
     boundaries.extend(
-        _shared_input_boundaries(
-            kernels, edges, op_kernels, order, recorder, remarks, label
-        )
+        _shared_input_boundaries(kmap, connected, order, ops, recorder, remarks, label)
     )
 
-    for node, ks in op_kernels.items():
+    for name, ks in op_kernels.items():
         # a layout copy of an op's input does not compute the op again
-        ks = [k for k in ks if node.name not in k.copy_for]
-        if len(ks) > 1:
+        ks = [k for k in ks if name not in k.copy_for]
+        if len(ks) > 1 and name in ops:
             remarks.append(
                 Remark(
                     Kind.ANALYSIS,
                     Reason.RECOMPUTED,
                     Stage.LOWERING,
                     nodes=tuple(k.name for k in ks),
-                    ops=(node.name,),
-                    sources=_sources(node),
-                    detail=f"{node.name} is computed in {len(ks)} kernels",
+                    ops=(name,),
+                    sources=_sources(ops[name]),
+                    detail=f"{name} is computed in {len(ks)} kernels",
                     graph=label,
                 )
             )
@@ -221,113 +201,102 @@ def analyze_graph(
             )
         )
 
-    return GraphReport(
+    report = GraphReport(
         compile_id=label,
-        device=",".join(sorted(V.graph.device_types)) or "cpu",
+        device=kmap.device,
         scheduler_nodes_before_fusion=len(recorder.base_nodes),
         ops=ops_json,
-        edges=[(p.name, c.name) for p, c in edges],
+        edges=edges,
         kernels=[
             KernelRecord(
                 k.name,
                 k.kind,
-                [o.name for o in k.origins],
+                list(k.origins),
                 k.function,
                 k.generated,
                 how=k.how,
                 copy_for=k.copy_for,
-                input_ops=[o.name for o in k.input_ops],
+                input_ops=list(k.input_ops),
             )
-            for k in kernels
+            for k in kmap.kernels
         ],
         kernel_sources={
             k.function: recorder.kernel_sources[k.function]
-            for k in kernels
+            for k in kmap.kernels
             if k.function in recorder.kernel_sources
         },
         boundaries=boundaries,
         remarks=remarks,
         evaluated_pairs=list(recorder.verdicts),
     ).to_json()
+    report["crossings"] = [
+        {"buffer": c.buffer, "producer": c.producer, "consumer": c.consumer}
+        for c in kmap.crossings
+    ]
+    return report
 
 
-def _elimination(node: torch.fx.Node, scheduler: Scheduler) -> str:
+def _elimination(op: OpRecord) -> str:
     """Why a computing op has no kernel of its own."""
-    from ..virtualized import V
-
-    if not node.users:
+    if not op.used:
         return "dead_code"
-    if node.target is torch.ops.aten.cat.default:
+    if op.cat:
         return "cat_in_place"  # inputs were written into slices of the output
-    if node.name in V.graph.removed_buffers:
+    if op.removed:
         return "removed"
-    if isinstance(
-        node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool, int, float)
-    ):
+    if op.scalar:
         # a size or other scalar of symbolic shapes: lowering keeps its
         # expression, which each kernel or wrapper line using it computes
         return "symbolic_scalar"
     return "no_kernel"
 
 
-def _carrier(kp: list[Kernel], kc: list[Kernel]) -> tuple[Kernel, Kernel]:
-    """The producer kernel whose buffer a consumer kernel reads, and that consumer."""
-    for c in kc:
-        for p in reversed(kp):
-            if p.writes & c.reads:
-                return p, c
-    return kp[-1], kc[0]
+def op_edges(
+    nodes: Sequence[Any],
+    inputs_of: Callable[[Any], Iterable[Any]],
+    is_endpoint: Callable[[Any], bool],
+    is_op: Callable[[Any], bool],
+) -> list[tuple[Any, Any]]:
+    """Producer->consumer pairs of computing ops (``is_endpoint``), looking
+    through views and through ops that have no kernel (a cat written in
+    place); ``is_op``: a node that is an op at all (not a graph input)."""
+    out: list[tuple[Any, Any]] = []
+    memo: dict[Any, list[Any]] = {}
 
-
-def _edges(
-    fx_ops: list[torch.fx.Node], eliminated: set[torch.fx.Node]
-) -> list[tuple[torch.fx.Node, torch.fx.Node]]:
-    """Producer->consumer pairs of computing ops, looking through views and
-    through ops that have no kernel (a cat written in place)."""
-    out: list[tuple[torch.fx.Node, torch.fx.Node]] = []
-    memo: dict[torch.fx.Node, list[torch.fx.Node]] = {}
-
-    def endpoint(node: torch.fx.Node) -> bool:
-        return computes(node) and node not in eliminated
-
-    def producers(node: torch.fx.Node) -> list[torch.fx.Node]:
+    def producers(node: Any) -> list[Any]:
         if node in memo:
             return memo[node]
-        found: list[torch.fx.Node] = []
-        for inp in node.all_input_nodes:
-            if endpoint(inp):
+        found: list[Any] = []
+        for inp in inputs_of(node):
+            if is_endpoint(inp):
                 found.append(inp)
-            elif inp.op == "call_function":
+            elif is_op(inp):
                 found.extend(producers(inp))
         memo[node] = list(dict.fromkeys(found))
         return memo[node]
 
-    for node in fx_ops:
-        if endpoint(node):
+    for node in nodes:
+        if is_endpoint(node):
             out.extend((producer, node) for producer in producers(node))
     return out
 
 
-def _sources(*nodes: torch.fx.Node) -> tuple[str, ...]:
-    return tuple(s for s in (source_of(n) for n in nodes) if s)
+def _sources(*ops: OpRecord) -> tuple[str, ...]:
+    return tuple(op.source for op in ops if op.source)
 
 
 def _fused_remark(
-    producer: torch.fx.Node,
-    consumer: torch.fx.Node,
-    kernel: Kernel,
-    recorder: GraphRecorder,
-    label: str,
+    producer: OpRecord, consumer: OpRecord, kernel: Kernel, label: str
 ) -> Remark:
-    p_nodes = {n.get_name() for n in base_of(kernel, producer)}
-    c_nodes = {n.get_name() for n in base_of(kernel, consumer)}
+    p_nodes = {n.name for n in kernel.nests_of(producer.name)}
+    c_nodes = {n.name for n in kernel.nests_of(consumer.name)}
     if p_nodes & c_nodes:
         reason = Reason.INLINED
         stage = Stage.LOWERING
     elif kernel.kind == "template":
         reason = (
             Reason.FUSED_TEMPLATE_EPILOGUE
-            if any(n.is_template() for n in base_of(kernel, producer))
+            if kernel.nests and kernel.nests[0].name in p_nodes
             else Reason.FUSED_TEMPLATE_PROLOGUE
         )
         stage = Stage.SCHEDULER
@@ -365,59 +334,106 @@ def _latest_verdict(
     return reversed_refusal
 
 
-def buffer_bytes(name: str) -> int | None:
-    """Bytes of one IR buffer (size hints for symbolic sizes), None if unknown.
-
-    A boundary's value is written to this buffer by one kernel and read back by
-    the other, so it prices the boundary in memory traffic.
-    """
-    from ..virtualized import V
-
-    try:
-        buf = V.graph.try_get_buffer(name)
-        if buf is None:
-            return None
-        numel = release_compat.size_hint(V.graph.sizevars, buf.get_numel())
-        return numel * buf.get_dtype().itemsize
-    except Exception:
-        return None
+def _side_ops(
+    kernel: Kernel, nests: list[str], ops: dict[str, OpRecord], order: dict[str, int]
+) -> list[str]:
+    """The computing ops of ``nests`` of ``kernel`` (an extern kernel: its op)."""
+    if kernel.kind in EXTERN_KINDS:
+        return list(kernel.origins)
+    names = [
+        o
+        for n in kernel.nests
+        if n.name in nests
+        for o in n.origins
+        if o in ops and ops[o].computes and o not in kernel.copy_for
+    ]
+    return sorted(dict.fromkeys(names), key=lambda o: order.get(o, -1))
 
 
-def _materialization(
-    kernel: Kernel, op: torch.fx.Node, recorder: GraphRecorder
-) -> dict[str, Any]:
-    for sub in base_of(kernel, op):
-        for name in sub.get_buffer_names():
-            out: dict[str, Any] = {"buffer": name}
-            size = buffer_bytes(name)
-            if size is not None:
-                out["bytes"] = size
-            realization = recorder.realizations.get(name)
-            if realization is not None:
-                out["materialized_by"] = realization.reason.value
-            return out
-    return {}
+def _reads_any(
+    op: str, producers: set[str], ops: dict[str, OpRecord], seen: set[str]
+) -> bool:
+    """Whether ``op`` reads one of ``producers``, through ops that compute nothing."""
+    for inp in ops[op].inputs:
+        if inp in producers:
+            return True
+        if inp in ops and not ops[inp].computes and inp not in seen:
+            seen.add(inp)
+            if _reads_any(inp, producers, ops, seen):
+                return True
+    return False
 
 
-def _explain_boundary(
-    producer: torch.fx.Node,
-    consumer: torch.fx.Node,
-    kp: Kernel,
-    kc: Kernel,
+def _readers(
+    candidates: list[str],
+    producer_ops: list[str],
+    value_op: str | None,
+    ops: dict[str, OpRecord],
+) -> list[str]:
+    """The consumer's ops that read the buffer: those reading the op whose
+    value it holds; failing that, those reading an op of the producer side
+    that they do not recompute; failing that, all it computes."""
+    if value_op is not None:
+        found = [
+            o
+            for o in candidates
+            if o != value_op and _reads_any(o, {value_op}, ops, set())
+        ]
+        if found:
+            return found
+    others = [o for o in candidates if o not in producer_ops]
+    found = [o for o in others if _reads_any(o, set(producer_ops), ops, set())]
+    return found or others or candidates
+
+
+def _explain_crossing(
+    crossing: Crossing,
+    kernels: dict[str, Kernel],
+    ops: dict[str, OpRecord],
+    order: dict[str, int],
+    kmap: KernelMap,
     recorder: GraphRecorder,
     label: str,
 ) -> tuple[Boundary, Remark]:
-    args = _materialization(kp, producer, recorder)
+    kp, kc = kernels[crossing.producer], kernels[crossing.consumer]
+    producer_ops = _side_ops(kp, crossing.producer_nests, ops, order)
+    consumer_ops = _readers(
+        _side_ops(kc, crossing.consumer_nests, ops, order),
+        producer_ops,
+        crossing.value_op,
+        ops,
+    )
+    facts = kmap.buffers.get(crossing.buffer, {})
+    args: dict[str, Any] = {"buffer": crossing.buffer}
+    if "bytes" in facts:
+        args["bytes"] = facts["bytes"]
+    realization = recorder.realizations.get(crossing.read_as) or (
+        recorder.realizations.get(crossing.buffer)
+    )
+    if realization is not None:
+        args["materialized_by"] = realization.reason.value
     stage = Stage.SCHEDULER
-    verdict = None
-    if kp.kind in ("extern", "fallback") or kc.kind in ("extern", "fallback"):
-        extern = kp if kp.kind in ("extern", "fallback") else kc
+    if kp.kind in EXTERN_KINDS or kc.kind in EXTERN_KINDS:
+        copy = kc.kind in EXTERN_KINDS and set(kc.origins) & set(kp.copy_for)
+        extern = kc if copy or kp.kind not in EXTERN_KINDS else kp
         reason = (
             Reason.FALLBACK_KERNEL
             if extern.kind == "fallback"
             else Reason.EXTERN_KERNEL
         )
-        detail = f"{extern.name} is {'a fallback' if extern.kind == 'fallback' else 'an extern'} kernel"
+        what = "a fallback" if extern.kind == "fallback" else "an extern"
+        detail = f"{extern.name} is {what} kernel"
+        if copy:
+            layout = ", ".join(
+                f"{key} {facts[key]}" for key in ("size", "stride") if key in facts
+            )
+            args["layout_required"] = {
+                k: facts[k] for k in ("size", "stride", "dtype") if k in facts
+            }
+            detail += (
+                f": {kp.name} only copies its input into {crossing.buffer}, in the "
+                f"layout the call requires{f' ({layout})' if layout else ''}"
+            )
         stage = Stage.LOWERING
     else:
         verdict = _latest_verdict(recorder, kp.base, kc.base)
@@ -429,21 +445,25 @@ def _explain_boundary(
         elif kp.kind == "template" or kc.kind == "template":
             reason = Reason.TEMPLATE_KERNEL
             detail = "the template's fusion rules were never satisfied for this pair"
-        elif not kp.writes & kc.reads:
+        elif crossing.written_as != crossing.read_as:
             reason = Reason.NO_COMMON_BUFFER
             detail = (
-                f"{kc.name} reads {', '.join(sorted(kc.reads)) or 'nothing'}, which "
-                f"{kp.name} does not write ({', '.join(sorted(kp.writes))}): the value "
-                "flows through a buffer the scheduler does not see as shared "
-                "(e.g. a cat written in place)"
+                f"{kc.name} reads {crossing.read_as}, which {kp.name} writes as "
+                f"{crossing.written_as}, through a node that generates no code "
+                "(e.g. a cat written in place): the two share no buffer name"
             )
-            stage = Stage.SCHEDULER
         else:
             reason = Reason.NOT_PROPOSED
             detail = _why_not_proposed(kp, kc, recorder)
+    producer = (
+        crossing.value_op
+        if crossing.value_op in producer_ops
+        else _label(producer_ops, kp, crossing.producer_nests, order, last=True)
+    )
+    consumer = _label(consumer_ops, kc, crossing.consumer_nests, order, last=False)
     boundary = Boundary(
-        producer.name,
-        consumer.name,
+        producer,
+        consumer,
         "dependency",
         reason,
         stage,
@@ -451,20 +471,47 @@ def _explain_boundary(
         detail,
         (kp.name, kc.name),
         args,
+        buffer=crossing.buffer,
+        producer_ops=producer_ops,
+        consumer_ops=consumer_ops,
     )
     remark = Remark(
         Kind.MISSED,
         reason,
         stage,
         nodes=(kp.name, kc.name),
-        buffers=tuple(v for k, v in args.items() if k == "buffer"),
-        ops=(producer.name, consumer.name),
-        sources=_sources(producer, consumer),
+        buffers=(crossing.buffer,),
+        ops=tuple(dict.fromkeys([*producer_ops, *consumer_ops]))
+        or (producer, consumer),
+        sources=tuple(
+            dict.fromkeys(
+                s for o in (*producer_ops, *consumer_ops) if (s := ops[o].source)
+            )
+        ),
         args=args,
         detail=detail,
         graph=label,
     )
     return boundary, remark
+
+
+def _label(
+    names: list[str],
+    kernel: Kernel,
+    nests: list[str],
+    order: dict[str, int],
+    last: bool,
+) -> str:
+    """The op that names one side of a boundary: the last op computing the
+    buffer, the first op reading it; for a layout copy the op whose input it
+    copies (or what its origins name), else the kernel."""
+    if names:
+        return names[-1] if last else names[0]
+    named = [o for n in kernel.nests if n.name in nests for o in n.origins]
+    named = [o for o in named if o not in kernel.copy_for] or named or kernel.origins
+    if named:
+        return sorted(dict.fromkeys(named), key=lambda o: order.get(o, -1))[-1]
+    return kernel.name
 
 
 def _pair_sides(verdict: PairVerdict, producer_base: frozenset[str]) -> dict[str, Any]:
@@ -504,27 +551,21 @@ def _why_not_proposed(kp: Kernel, kc: Kernel, recorder: GraphRecorder) -> str:
 
 
 def _shared_input_boundaries(
-    kernels: list[Kernel],
-    edges: list[tuple[torch.fx.Node, torch.fx.Node]],
-    op_kernels: dict[torch.fx.Node, list[Kernel]],
-    order: dict[torch.fx.Node, int],
+    kmap: KernelMap,
+    connected: set[tuple[str, str]],
+    order: dict[str, int],
+    ops: dict[str, OpRecord],
     recorder: GraphRecorder,
     remarks: list[Remark],
     label: str,
 ) -> list[Boundary]:
     """Evaluated pairs of independent nodes that ended in different kernels."""
-    connected: set[tuple[str, str]] = set()
-    for p, c in edges:
-        for a in op_kernels.get(p, []):
-            for b in op_kernels.get(c, []):
-                connected.add((a.name, b.name))
-                connected.add((b.name, a.name))
     by_base: dict[str, Kernel] = {}
-    for kernel in kernels:
+    for kernel in kmap.kernels:
         for name in kernel.base:
             by_base[name] = kernel
     seen: set[tuple[str, str]] = set()
-    out: list[dict[str, Any]] = []
+    out: list[Boundary] = []
     for verdict in reversed(recorder.verdicts):
         if verdict.fused or verdict.reason is None or verdict.vertical:
             continue
@@ -533,16 +574,20 @@ def _shared_input_boundaries(
         if a is None or b is None or a is b:
             continue
         key = (min(a.name, b.name), max(a.name, b.name))
-        if key in seen or (a.name, b.name) in connected:
+        if (
+            key in seen
+            or (a.name, b.name) in connected
+            or (b.name, a.name) in connected
+        ):
             continue
         seen.add(key)
-        pa, pb = _named_op(a, order), _named_op(b, order)
+        pa, pb = _named_op(a, order, ops), _named_op(b, order, ops)
         reason = verdict.reason
         detail = f"{verdict.names[0]} + {verdict.names[1]}: {verdict.detail}"
         args = dict(verdict.args, **_pair_sides(verdict, a.base))
         # what both kernels read: fused, it would be read once (costs.py)
         shared = sorted(a.reads & b.reads)
-        sizes = [buffer_bytes(name) for name in shared]
+        sizes = [kmap.buffers.get(name, {}).get("bytes") for name in shared]
         if shared:
             args["shared_buffers"] = shared
         if shared and all(size is not None for size in sizes):
@@ -575,20 +620,52 @@ def _shared_input_boundaries(
     return out
 
 
-def _named_op(kernel: Kernel, order: dict[torch.fx.Node, int]) -> str:
+def _named_op(kernel: Kernel, order: dict[str, int], ops: dict[str, OpRecord]) -> str:
     """The op that names a kernel in a shared-input boundary: the last op it
     computes, in graph order (its origins also name the views it reads
     through, which several kernels share)."""
     computed = [
-        o for o in kernel.origins if computes(o) and o.name not in kernel.copy_for
+        o
+        for o in kernel.origins
+        if o in ops and ops[o].computes and o not in kernel.copy_for
     ]
     if computed:
-        return max(computed, key=lambda o: order.get(o, -1)).name
-    return kernel.origins[-1].name if kernel.origins else kernel.name
+        return max(computed, key=lambda o: order.get(o, -1))
+    return kernel.origins[-1] if kernel.origins else kernel.name
 
 
 def coverage_violations(graph: dict[str, Any]) -> list[str]:
-    """Edges between computing ops in different kernels without exactly one boundary."""
+    """Memory crossings without exactly one boundary, and boundaries that name
+    no crossing (a report without ``crossings``, of before the buffer-level
+    invariant: op edges between kernels without exactly one boundary)."""
+    known = {r.value for r in Reason}
+    problems = [
+        f"{b['producer']} -> {b['consumer']}: unknown reason {b['reason']}"
+        for b in graph["boundaries"]
+        if b["reason"] not in known
+    ]
+    if "crossings" not in graph:
+        return _op_edge_violations(graph) + problems
+    counts: dict[tuple[str, str, str], int] = {}
+    for b in graph["boundaries"]:
+        if b["relation"] == "dependency":
+            key = (str(b.get("buffer")), *map(str, b["kernels"]))
+            counts[key] = counts.get(key, 0) + 1
+    crossings = {
+        (c["buffer"], c["producer"], c["consumer"]) for c in graph["crossings"]
+    }
+    for key in crossings:
+        if counts.get(key, 0) != 1:
+            problems.append(
+                f"{key[0]} ({key[1]} -> {key[2]}): {counts.get(key, 0)} boundaries"
+            )
+    for key in counts:
+        if key not in crossings:
+            problems.append(f"{key[0]} ({key[1]} -> {key[2]}): names no crossing")
+    return problems
+
+
+def _op_edge_violations(graph: dict[str, Any]) -> list[str]:
     ops = {op["name"]: op for op in graph["ops"]}
     counts: dict[tuple[str, str], int] = {}
     for b in graph["boundaries"]:
@@ -604,11 +681,4 @@ def coverage_violations(graph: dict[str, Any]) -> list[str]:
         n = counts.get((p["name"], c["name"]), 0)
         if apart and n != 1:
             problems.append(f"{p['name']} -> {c['name']}: {n} boundary remarks")
-        if not apart and n:
-            problems.append(f"{p['name']} -> {c['name']}: fused but has a boundary")
-    for b in graph["boundaries"]:
-        if b["reason"] not in {r.value for r in Reason}:
-            problems.append(
-                f"{b['producer']} -> {b['consumer']}: unknown reason {b['reason']}"
-            )
     return problems

@@ -16,7 +16,7 @@ decision's reason code by its call site:
 * codegen reports each scheduler node it generates (:func:`generating`) and
   each kernel it defines (:func:`kernel_defined`);
 * FX passes (``GraphTransformObserver``, ``PatternMatcherPass``) and the
-  FX graph cache (:func:`report_for_cache`, :func:`replay_cached_report`).
+  FX graph cache (:func:`graph_compiled`, :func:`replay_cached_report`).
 
 When nothing listens (:func:`recorder.is_enabled` is false) each hook returns
 after one check and changes nothing; no hook may change what Inductor
@@ -424,7 +424,7 @@ def refused(
         recorder = rec.current_recorder(create=False)
         if recorder is not None and recorder.evaluations:
             recorder.evaluations[0].refusals.append(
-                Refusal(code, detail, {}, nodes=(node1, node2))
+                Refusal(code, detail, _compared_ranges(code, node1, node2))
             )
     except Exception as e:
         rec.report_failure(e)
@@ -480,11 +480,28 @@ def checked(
             recorder = rec.current_recorder(create=False)
             if recorder is not None and recorder.evaluations:
                 recorder.evaluations[0].refusals.append(
-                    Refusal(code, "", {}, check=check, nodes=(node1, node2))
+                    Refusal(code, "", _compared_ranges(code, node1, node2), check=check)
                 )
         except Exception as e:
             rec.report_failure(e)
     return result
+
+
+def _compared_ranges(
+    code: Reason, node1: BaseSchedulerNode, node2: BaseSchedulerNode
+) -> dict[str, Any]:
+    """What a backend's range rule compared (the C++ backend's checks compare
+    the two nodes' iteration ranges, ``group[1]``), as text."""
+    if not code.value.startswith("cpp_"):
+        return {}
+    return {"ranges1": _ranges_of(node1), "ranges2": _ranges_of(node2)}
+
+
+def _ranges_of(node: BaseSchedulerNode) -> str:
+    try:
+        return str(node.group[1])
+    except Exception:
+        return "?"
 
 
 def epilogue_code(
@@ -533,11 +550,24 @@ def _record_verdict(
                     else False
                 ),
                 refusals=list(evaluation.refusals),
-                nodes=(node1, node2),
+                facts=_pair_facts(node1, node2, fused),
             )
         )
     except Exception as e:
         rec.report_failure(e)
+
+
+def _pair_facts(
+    node1: BaseSchedulerNode, node2: BaseSchedulerNode, fused: bool
+) -> dict[str, Any]:
+    """What the analysis words a refusal with, copied from the pair."""
+    if fused:
+        return {}
+    return {
+        "same_node": node1 is node2,
+        "extern": bool(node1.is_extern() or node2.is_extern()),
+        "common_buffers": sorted(node1.used_buffer_names() & node2.used_buffer_names()),
+    }
 
 
 def _amend_verdict(node1: Any, node2: Any, reason: Reason, detail: str) -> None:
@@ -621,8 +651,9 @@ def kernel_defined(kernel_name: str, nodes: Any, source: str | None = None) -> N
 
 @contextlib.contextmanager
 def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
-    """Around ``Scheduler.codegen``; on success, hand the graph's records to
-    the publisher (:mod:`.publish`, loaded only when someone listens)."""
+    """Around ``Scheduler.codegen``; on success, copy the graph's final
+    kernel map into its records (plain data: the analysis runs once the
+    graph is compiled, :func:`graph_compiled`)."""
     from .. import metrics
 
     before = metrics.generated_kernel_count
@@ -634,11 +665,14 @@ def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
         if recorder is None or not recorder.base_nodes:
             return
         _close_generating(recorder)
-        from . import publish
+        from .kernels import final_kernel_map
 
-        publish.graph_generated(
-            scheduler, recorder, metrics.generated_kernel_count - before
-        )
+        recorder.kernel_map = final_kernel_map(scheduler, recorder)
+        recorder.label = rec.graph_label()
+        # Inductor's metric also counts kernels made while autotuning during
+        # lowering; what this graph's codegen generated is the difference.
+        recorder.generated_kernels = metrics.generated_kernel_count - before
+        recorder.pending = rec.take_pending_remarks()
     except Exception as e:
         rec.report_failure(e)
 
@@ -650,14 +684,22 @@ def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
 
 
 @guarded
-def report_for_cache(graph: Any) -> dict[str, Any] | None:
-    """The report of ``graph`` (a GraphLowering) to store with its cache entry.
+def graph_compiled(graph: Any) -> dict[str, Any] | None:
+    """``graph`` (a GraphLowering) is compiled: analyse its records and publish
+    its report (:mod:`.publish`, loaded only then); return the report to
+    store with its cache entry.
 
     Called by ``CompiledFxGraph.__init__``; None when remarks were off.  The
     report is reduced to plain JSON data so that it pickles with the entry.
     """
     recorder = getattr(graph, "_fusion_recorder", None)
-    report = getattr(recorder, "published", None)
+    if recorder is None or not rec.is_enabled():
+        return None
+    if recorder.published is None and recorder.kernel_map is not None:
+        from . import publish
+
+        publish.graph_generated(recorder)
+    report = recorder.published
     if report is None:
         return None
     return json.loads(json.dumps(report, default=str))

@@ -77,11 +77,12 @@ class PairVerdict:
     detail: str
     args: dict[str, Any]
     vertical: bool
-    # As recorded: the refusals its rules made and the two scheduler nodes
-    # (not serialized).  The hooks only record; the analysis classifies a
-    # refused pair (``reason`` None) from these when the graph is analysed.
+    # As recorded: the refusals its rules made (``recorder.Refusal``, plain
+    # data) and what the hooks copied of the pair (``same_node``, ``extern``,
+    # ``common_buffers``); not serialized.  The hooks only record; the
+    # analysis classifies a refused pair (``reason`` None) from these.
     refusals: list[Any] = dataclasses.field(default_factory=list)
-    nodes: tuple[Any, ...] = ()
+    facts: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,7 +106,10 @@ class Realization:
 
 @dataclasses.dataclass
 class Boundary:
-    """Two ops (or two independent nodes) in different kernels, with one reason."""
+    """A buffer crossing memory between two kernels (``dependency``), or two
+    kernels that read the same input unfused (``shared_input``), with one
+    reason.  ``producer`` and ``consumer`` are the ops that label it; a
+    crossing names its ``buffer`` and the ops on each side."""
 
     producer: str  # post-grad FX node names
     consumer: str
@@ -116,9 +120,12 @@ class Boundary:
     detail: str
     kernels: tuple[str, str]
     args: dict[str, Any]
+    buffer: str | None = None  # the buffer that crosses (a dependency)
+    producer_ops: list[str] = dataclasses.field(default_factory=list)
+    consumer_ops: list[str] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "producer": self.producer,
             "consumer": self.consumer,
             "relation": self.relation,
@@ -130,6 +137,11 @@ class Boundary:
             "kernels": list(self.kernels),
             "args": self.args,
         }
+        if self.buffer is not None:
+            out["buffer"] = self.buffer
+            out["producer_ops"] = list(self.producer_ops)
+            out["consumer_ops"] = list(self.consumer_ops)
+        return out
 
 
 @dataclasses.dataclass
@@ -173,7 +185,7 @@ class GraphReport:
     device: str
     scheduler_nodes_before_fusion: int
     ops: list[dict[str, Any]]
-    edges: list[tuple[str, str]]
+    edges: list[tuple[str, str]]  # op pairs, the graph's data flow
     kernels: list[KernelRecord]
     boundaries: list[Boundary]
     remarks: list[Remark]

@@ -14,27 +14,19 @@ loads the taxonomy, the records and the hooks alone.
 from __future__ import annotations
 
 import copy
-from typing import Any, TYPE_CHECKING
+from typing import Any
 
 from . import analysis, recorder as rec, sinks
 from .recorder import fusion_log
 from .taxonomy import Reason
 
 
-if TYPE_CHECKING:
-    from ..scheduler import Scheduler
-
-
-def graph_generated(
-    scheduler: Scheduler, recorder: rec.GraphRecorder, generated_kernels: int
-) -> None:
-    """Analyse and publish the graph whose code ``scheduler`` just generated
-    (``generated_kernels``: the kernels its codegen generated)."""
-    report = analysis.analyze_graph(scheduler, recorder, rec.graph_label())
-    # Inductor's metric also counts kernels made while autotuning during
-    # lowering; what this graph's codegen generated is the difference.
-    report["generated_kernel_count"] = generated_kernels
-    report["remarks"].extend(r.to_json() for r in rec.take_pending_remarks())
+def graph_generated(recorder: rec.GraphRecorder) -> None:
+    """Analyse and publish a compiled graph from its records (its final
+    kernel map, copied when its code was generated)."""
+    report = analysis.analyze_graph(recorder.kernel_map, recorder, recorder.label)
+    report["generated_kernel_count"] = recorder.generated_kernels
+    report["remarks"].extend(r.to_json() for r in recorder.pending)
     label = report["compile_id"]
     report["remarks"].extend(r.to_json() for r in rec.graph_remarks(label))
     sinks.publish(report)

@@ -67,11 +67,10 @@ class Refusal:
 
     code: Reason | None  # None: a message logged without a code
     detail: str
-    args: dict[str, Any]
-    # A rule that refuses silently: the check's name, and the pair it refused
-    # (the analysis words the detail from them).
+    args: dict[str, Any]  # the values the rule compared, as its call site gave them
+    # A rule that refuses silently: the check's name (the analysis words the
+    # detail from it and ``args``).
     check: str | None = None
-    nodes: tuple[Any, ...] = ()
 
 
 @dataclasses.dataclass
@@ -101,6 +100,13 @@ class GraphRecorder:
         self.evaluations: list[Evaluation] = []
         # The scheduler node whose code is being generated, and the metric then.
         self.generating: tuple[str, int] | None = None
+        # Copied when the graph's code is generated: its final kernel map
+        # (kernels.KernelMap), label, the kernels its codegen generated and
+        # the remarks kept for its compile; analysed once it is compiled.
+        self.kernel_map: Any = None
+        self.label: str = ""
+        self.generated_kernels: int = 0
+        self.pending: list[Remark] = []
         self.published: dict[str, Any] | None = None  # the analysed report
 
     def next_seq(self) -> int:

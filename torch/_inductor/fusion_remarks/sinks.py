@@ -24,7 +24,9 @@ from .taxonomy import Kind, Reason, Stage
 # 2: top-level ``graph_breaks``; boundaries' ``args`` carry ``bytes`` and the
 # refused pair's ``producer_nodes``/``consumer_nodes``; ``fusible_check``.
 # 3: each graph's ``cost_model`` and each boundary's ``predicted`` gain.
-SCHEMA_VERSION = 3
+# 4: boundaries are memory crossings: each graph's ``crossings``; a dependency
+# boundary's ``buffer``, ``producer_ops`` and ``consumer_ops``.
+SCHEMA_VERSION = 4
 
 
 def publish(graph: dict[str, Any], cache: str | None = None) -> None:

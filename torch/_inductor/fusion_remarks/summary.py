@@ -115,29 +115,26 @@ def fold_names(names: Sequence[object], limit: int = 8, last: str = " and ") -> 
 def extern_inputs(
     kernel: dict[str, Any], graph: dict[str, Any]
 ) -> list[tuple[str, list[str]]]:
-    """The computing ops of an extern kernel's ``input_ops`` (the values other
-    kernels compute into its inputs) by the kernel that computes them, in
-    graph order: ``[("cpp_fused_clone_0", ["clone", "iota_4"]), ...]``; a
-    generated kernel is named by its function, an op no kernel computes is
-    under ``""``.  Empty for other kernels and older captures."""
-    ops = {op.get("name"): op for op in graph.get("ops") or []}
-    order = {name: i for i, name in enumerate(ops)}
+    """What other kernels write into the buffers an extern kernel reads, by
+    the kernel that writes them, in the order of its boundaries:
+    ``[("cpp_fused_clone_0", ["buf3 (clone)"]), ...]``; a generated kernel is
+    named by its function.  Read from the graph's memory crossings (the
+    dependency boundaries into ``kernel``), never from op names.  Empty for
+    other kernels and for captures of before the buffer-level boundaries."""
     shown = {
         k.get("name"): str(k.get("function") or k.get("name"))
         for k in graph.get("kernels") or []
     }
     out: dict[str, list[str]] = {}
-    names = sorted(kernel.get("input_ops") or [], key=lambda n: order.get(n, -1))
-    for name in names:
-        op = ops.get(name) or {}
-        if op.get("computes"):
-            by = dict.fromkeys(
-                shown.get(k, str(k))
-                for k in op.get("kernels") or []
-                if k != kernel.get("name")
-            )
-            for source in by or [""]:
-                out.setdefault(source, []).append(str(name))
+    for b in graph.get("boundaries") or []:
+        if b.get("relation") != "dependency" or "buffer" not in b:
+            continue
+        producer, consumer = ([*list(b.get("kernels") or []), "", ""])[:2]
+        if consumer != kernel.get("name"):
+            continue
+        ops = b.get("producer_ops") or []
+        what = f"{b['buffer']} ({fold_names(ops, 3)})" if ops else str(b["buffer"])
+        out.setdefault(shown.get(producer, str(producer)), []).append(what)
     return list(out.items())
 
 
@@ -205,12 +202,10 @@ def _loop_nest(
 
 
 def _inputs_from(kernel: dict[str, Any], graph: dict[str, Any]) -> str:
-    """``; inputs from cpp_fused_x_0: clone and iota_4``: what other kernels
-    compute into an extern kernel's inputs (it does not compute them)."""
+    """``; inputs from cpp_fused_x_0: buf3 (clone)``: the buffers other
+    kernels write that an extern kernel reads (it does not compute them)."""
     return "".join(
         f"; inputs from {source}: {fold_names(names)}"
-        if source
-        else f"; inputs no kernel computes: {fold_names(names)}"
         for source, names in extern_inputs(kernel, graph)
     )
 
@@ -233,10 +228,21 @@ def render_graph(graph: dict[str, Any], costs: bool = False) -> str:
         if graph.get("cache") == "replayed"
         else ""
     )
+    # A kernel is one loop nest, template or call (DESIGN.md section 3); the
+    # C++ backend's functions that group several loop nests are counted apart.
+    records = [k for g in groups for k in g]
+    generated = len(records) - calls
+    functions = len(groups) - calls
+    in_functions = (
+        f" in {functions} function{'' if functions == 1 else 's'}"
+        if functions != generated
+        else ""
+    )
     lines = [
         f"graph {graph['compile_id']} ({graph['device']}{replayed}): "
-        f"{len(computing)} ops -> {len(groups)} kernel{'' if len(groups) == 1 else 's'} "
-        f"({len(groups) - calls} generated, {calls} extern)"
+        f"{len(computing)} op{'' if len(computing) == 1 else 's'} -> {len(records)} "
+        f"kernel{'' if len(records) == 1 else 's'} "
+        f"({generated} generated{in_functions}, {calls} extern)"
     ]
     for group in groups:
         first = group[0]
@@ -291,9 +297,13 @@ def render_graph(graph: dict[str, Any], costs: bool = False) -> str:
         )
     boundaries = graph["boundaries"]
     if boundaries:
-        lines.append(f"  {len(boundaries)} boundaries:")
+        lines.append(
+            f"  {len(boundaries)} boundar{'y' if len(boundaries) == 1 else 'ies'}:"
+        )
         if costs and graph.get("cost_model"):
             lines.append(f"    ({fmt_cost_model(graph['cost_model'])})")
+    elif len(groups) > 1:
+        lines.append("  no boundaries: no buffer crosses memory between two kernels")
     elif len(computing) > 1:
         lines.append("  no boundaries: every dependent pair of ops shares a kernel")
     lines.extend(_boundary_lines(boundaries, ops, costs))
@@ -330,7 +340,9 @@ def _boundary_lines(
         where = " / ".join(dict.fromkeys(s for s in sources if s))
         also = [" + ".join(r["kernels"]) for r in repeats[1:]]
         lines.append(
-            f"    {b['producer']} {arrow} {b['consumer']}: {b['reason']} "
+            f"    {_boundary_label(b)} {arrow} {_boundary_label(b, False)}"
+            + (f" {_crossing(b)}" if "buffer" in b else "")
+            + f": {b['reason']} "
             f"({b['category']}, {b['stage']})"
             + (f" [{where}]" if where else "")
             + (f": {b['detail']}" if b["detail"] else "")
@@ -347,6 +359,24 @@ def _boundary_lines(
             )
         )
     return lines
+
+
+def _boundary_label(b: dict[str, Any], producer: bool = True) -> str:
+    """One side of a boundary: the ops computing its buffer, or reading it
+    (its label op for a shared-input pair and older captures)."""
+    names = b.get("producer_ops" if producer else "consumer_ops") or []
+    return (
+        fold_names(names, 3)
+        if names
+        else str(b["producer" if producer else "consumer"])
+    )
+
+
+def _crossing(b: dict[str, Any]) -> str:
+    """``(buf3, 1.0 KiB, op0 -> op2)``: the buffer, its bytes and the kernels."""
+    size = fmt_bytes((b.get("args") or {}).get("bytes"))
+    kernels = " -> ".join(str(k).partition(":")[0] for k in b.get("kernels") or [])
+    return "(" + ", ".join(p for p in (str(b["buffer"]), size, kernels) if p) + ")"
 
 
 def render_evaluated_pairs(graph: dict[str, Any]) -> str:
