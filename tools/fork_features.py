@@ -90,6 +90,7 @@ FEATURES: tuple[Feature, ...] = (
             "test/inductor/test_fusion_remarks*.py",
             "test/inductor/test_fusion_reason_rules.py",
             "test/inductor/fusion_rule_programs.py",
+            "test/inductor/fusion_code_crossings.py",
             "test/inductor/test_fusion_log.py",
             "test/inductor/test_fusion_report_schema.py",
             "test/inductor/test_cuda_combined_fusion_rules.py",

@@ -113,7 +113,48 @@ def _graph_record(graph: dict[str, Any]) -> dict[str, Any]:
         "boundaries": boundaries,
         "realized": realized,
         "summary": _summary_lines(graph),
+        # a memory crossing's kind beside its boundary's label (records of
+        # before the buffer-level boundaries have none)
+        "crossings": sorted(
+            f"{crossing_kind(b, graph)}: {b['producer']} -> {b['consumer']}: "
+            f"{b['reason']}"
+            for b in graph["boundaries"]
+            if b["relation"] == "dependency" and "buffer" in b
+        ),
     }
+
+
+# The kinds of memory crossing, in the order a boundary is classified.
+CROSSING_KINDS = {
+    "layout_copy": "a layout copy into the library call it was made for",
+    "into_library": "a generated kernel's buffer into a library call",
+    "out_of_library": "a library call's output into another kernel",
+    "recomputing": "between kernels that both compute an op (one recomputes it)",
+    "cat_slices": "slices written in place, read as one buffer (a cat)",
+    "generated": "between two generated kernels computing different ops",
+}
+
+
+def crossing_kind(boundary: dict[str, Any], graph: dict[str, Any]) -> str:
+    """Which of :data:`CROSSING_KINDS` a dependency boundary is."""
+    kernels = {k["name"]: k for k in graph["kernels"]}
+    producer, consumer = (kernels.get(n, {}) for n in boundary["kernels"])
+    library = ("extern", "fallback")
+    if producer.get("copy_for") and consumer.get("kind") in library:
+        return "layout_copy"
+    if consumer.get("kind") in library:
+        return "into_library"
+    if producer.get("kind") in library:
+        return "out_of_library"
+    if boundary["reason"] == "no_common_buffer":
+        return "cat_slices"
+    ops = {op["name"]: op for op in graph["ops"]}
+    shared = {
+        n
+        for n in set(producer.get("ops", ())) & set(consumer.get("ops", ()))
+        if ops.get(n, {}).get("computes")
+    }
+    return "recomputing" if shared else "generated"
 
 
 CHROMIUM = next(
@@ -366,6 +407,70 @@ def compare(args: argparse.Namespace) -> int:
     return 1 if unexplained else 0
 
 
+def reasons(args: argparse.Namespace) -> int:
+    """Boundaries by reason before and after, and the boundaries only the
+    after file has (by label, a multiset over every case) by kind of
+    crossing, as Markdown."""
+    from collections import Counter
+
+    before, after = _load(args.before), _load(args.after)
+
+    def labels(data: dict[str, Any]) -> Counter[str]:
+        return Counter(
+            f"{case} {graph}: {b}"
+            for case, graphs in data["cases"].items()
+            for graph, record in graphs.items()
+            for b in record["boundaries"]
+        )
+
+    def by_reason(data: dict[str, Any], arrow: str) -> Counter[str]:
+        return Counter(
+            b.rsplit(": ", 1)[1]
+            for graphs in data["cases"].values()
+            for record in graphs.values()
+            for b in record["boundaries"]
+            if f" {arrow} " in b
+        )
+
+    kind_of: dict[str, list[str]] = {}
+    for case, graphs in after["cases"].items():
+        for graph, record in graphs.items():
+            for crossing in record.get("crossings", ()):
+                kind, _, label = crossing.partition(": ")
+                kind_of.setdefault(f"{case} {graph}: {label}", []).append(kind)
+    lb, la = labels(before), labels(after)
+    new, gone = la - lb, lb - la
+    new_kinds: Counter[str] = Counter()
+    for label, n in new.items():
+        kinds = kind_of.get(label, ["shared_input"])
+        for i in range(n):
+            new_kinds[kinds[min(i, len(kinds) - 1)]] += 1
+    lines = [
+        f"{len(after['cases'])} cases; boundaries before {sum(lb.values())}, "
+        f"after {sum(la.values())}; {sum(new.values())} only after, "
+        f"{sum(gone.values())} only before (by label: producer, consumer, reason)",
+        "",
+        "| reason | dependency before | after | shared input before | after |",
+        "|---|---|---|---|---|",
+    ]
+    dep_b, dep_a = by_reason(before, "->"), by_reason(after, "->")
+    sh_b, sh_a = by_reason(before, "||"), by_reason(after, "||")
+    for reason in sorted(set(dep_b) | set(dep_a) | set(sh_b) | set(sh_a)):
+        lines.append(
+            f"| `{reason}` | {dep_b[reason]} | {dep_a[reason]} | "
+            f"{sh_b[reason]} | {sh_a[reason]} |"
+        )
+    lines += ["", "| boundaries only after, by kind of crossing | count |", "|---|---|"]
+    for kind, n in new_kinds.most_common():
+        lines.append(f"| {CROSSING_KINDS.get(kind, kind)} (`{kind}`) | {n} |")
+    gone_reasons = Counter(label.rsplit(": ", 1)[1] for label in gone.elements())
+    lines += ["", "| boundaries only before, by reason | count |", "|---|---|"]
+    for reason, n in gone_reasons.most_common():
+        lines.append(f"| `{reason}` | {n} |")
+    print("\n".join(lines))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -384,8 +489,15 @@ def main() -> int:
     cmp.add_argument("before")
     cmp.add_argument("after")
     cmp.add_argument("--explain", help="JSON {difference prefix: why}")
+    by = sub.add_parser(
+        "reasons", help="boundaries by reason, and the new ones by kind (Markdown)"
+    )
+    by.add_argument("before")
+    by.add_argument("after")
     args = parser.parse_args()
-    return record(args) if args.command == "record" else compare(args)
+    return {"record": record, "compare": compare, "reasons": reasons}[args.command](
+        args
+    )
 
 
 if __name__ == "__main__":

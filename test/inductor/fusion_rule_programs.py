@@ -161,6 +161,10 @@ def sum_of_two(a, b):
     return (a + b).sum()
 
 
+def sum_of_two_sorted(a, b):
+    return (torch.sort(a).values + torch.sort(b).values).sum()
+
+
 def trig_of_two(a, b):
     return (a.sin() * b.cos()).sum()
 
@@ -403,6 +407,14 @@ RULES: tuple[Rule, ...] = (
          counterfactual={"realize_opcount_threshold": 10**6},
          why="a.sin() * b.cos() (one user, 2 reads) has more ops than "
              "realize_opcount_threshold=1 (has_large_inner_fn), so it is stored"),
+    Rule("acc_reads_size_exceeded", sum_of_two_sorted, M8x2, **LOWERING,
+         patch={"realize_acc_reads_size_threshold": 1},
+         counterfactual={"realize_acc_reads_size_threshold": None},
+         why="x + y (one user) reads two sort outputs of 256 bytes each (graph "
+             "inputs do not count), 512 bytes in all, more than "
+             "realize_acc_reads_size_threshold=1 byte, so run_node's "
+             "has_exceeded_max_reads stores it before the sum; the threshold is "
+             "off (None) by default"),
     Rule("pointwise_opcount_limit", long_chain, M8, **LOWERING,
          patch={"realize_opcount_threshold": 30},
          counterfactual={"realize_opcount_threshold": 10**6},

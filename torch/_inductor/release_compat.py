@@ -20,11 +20,7 @@ from .release_range import release_key, ReleaseRange
 __all__ = [
     "COMBO_GROUPS_MEMORY_GATED",
     "RELEASE",
-    "REUSE_HEAVY_CPU_OPS",
-    "REUSE_RULE_HAS_INLINE_ASM",
-    "REUSE_RULE_HAS_OP_USERS",
     "SUPPORTED_RELEASES",
-    "acc_reads_threshold",
     "applies_here",
     "combo_context",
     "combo_step_gates",
@@ -52,49 +48,9 @@ def release_at_least(release: str) -> bool:
     return release_key(RELEASE) >= release_key(release)
 
 
-# StorageBox.should_realize_on_reuse (ir.py), the rule that stores a value
-# several ops read instead of recomputing it in each.  On the CPU it stores a
-# value computed with a "heavy" op; 2.14.1 widened the list and added two
-# causes: a value computed by inline assembly, and (on the CPU) a pointwise
-# value with more than config.realize_opusers_threshold users and nearly
-# config.realize_cpu_opcount_threshold ops.  fusion_remarks/hooks.py tells the
-# causes apart by these.
-if release_at_least("2.14.1"):
-    REUSE_HEAVY_CPU_OPS: tuple[str, ...] = (
-        "exp",
-        "log",
-        "log10",
-        "log1p",
-        "log2",
-        "sigmoid",
-        "tanh",
-    )
-    REUSE_RULE_HAS_INLINE_ASM = True
-    REUSE_RULE_HAS_OP_USERS = True
-else:
-    REUSE_HEAVY_CPU_OPS = ("exp", "sigmoid")
-    REUSE_RULE_HAS_INLINE_ASM = False
-    REUSE_RULE_HAS_OP_USERS = False
-
-
 def applies_here(releases: ReleaseRange) -> bool:
     """Whether an entry tagged with ``releases`` applies to the running release."""
     return RELEASE in releases
-
-
-def acc_reads_threshold(data: object) -> int:
-    """The read count above which TensorBox.has_exceeded_max_reads stores a
-    pointwise value: ``config.realize_acc_reads_threshold``, which 2.14.1 lets
-    be None for a per-device default (``realize_cpu_acc_reads_threshold`` on
-    the CPU)."""
-    from . import config, ir
-
-    threshold = config.realize_acc_reads_threshold
-    if threshold is None:
-        if ir.is_cpu(data):
-            return config.realize_cpu_acc_reads_threshold
-        return config._realize_acc_reads_threshold_default
-    return threshold
 
 
 def size_hint(sizevars: Any, expr: Any, fallback: int = 0) -> int:

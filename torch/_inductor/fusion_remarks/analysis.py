@@ -71,9 +71,11 @@ def classify_verdicts(recorder: GraphRecorder) -> None:
 def refusal_detail(refusal: Refusal) -> str:
     """A refusal's detail: its message, or for a rule that refused silently
     the check that said no and the values it compared."""
-    if refusal.check is None:
-        return refusal.detail
     args = refusal.args
+    if refusal.check is None:
+        if not args:
+            return refusal.detail
+        return f"{refusal.detail} ({', '.join(f'{k} {v}' for k, v in args.items())})"
     if refusal.code is Reason.CPP_REDUCTION_PRODUCER:
         return (
             f"{refusal.check}: reduction producer with ranges "
@@ -217,6 +219,8 @@ def analyze_graph(
                 how=k.how,
                 copy_for=k.copy_for,
                 input_ops=list(k.input_ops),
+                reads=sorted(k.reads),
+                writes=sorted(k.writes),
             )
             for k in kmap.kernels
         ],

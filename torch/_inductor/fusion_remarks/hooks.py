@@ -34,7 +34,6 @@ from typing import Any, TYPE_CHECKING, TypeVar
 
 import torch
 
-from .. import release_compat
 from . import recorder as rec
 from .model import PairVerdict, Realization, Remark
 from .recorder import Evaluation, fusion_log, guarded, Refusal
@@ -137,16 +136,18 @@ def record_realize(buffer: Any) -> None:
 
 
 def _realize_reason(buffer: Any) -> tuple[Reason, str, dict[str, Any]]:
-    """The innermost rule tag, refined by the buffer's own data where one rule
-    has several causes (the numbers it compared go to ``args``)."""
-    from .. import config, ir
+    """The innermost rule tag; for the reuse and accumulated-reads rules, the
+    cause their branch that fired gave (:func:`realize_cause`), with the
+    values it compared."""
+    from .. import ir
     from ..virtualized import V
 
     data = getattr(buffer, "data", None)
     rules = [(code, compared) for code, is_rule, compared in _realize_tags if is_rule]
     mechanisms = [code for code, is_rule, _ in _realize_tags if not is_rule]
     code = rules[-1][0] if rules else mechanisms[-1] if mechanisms else None
-    compared = rules[-1][1] if rules else {}
+    args = dict(rules[-1][1]) if rules else {}
+    cause = _realize_cause.pop() if _realize_cause else None
     node = getattr(V.graph, "current_node", None) if V.graph else None
     op = str(node.target) if node is not None and node.op == "call_function" else ""
     detail = f"lowering {op}" if op else ""
@@ -156,51 +157,27 @@ def _realize_reason(buffer: Any) -> tuple[Reason, str, dict[str, Any]]:
         return Reason.REDUCTION_OUTPUT, detail, {}
     if code is None:
         return Reason.LOWERING_MATERIALIZES, detail, {}
-    args: dict[str, Any] = {}
-    if code is Reason.REUSE_TOO_MANY_READS:
-        # StorageBox.should_realize_on_reuse: one rule, several causes, told
-        # apart in the rule's own order (release_compat says which it has).
-        args = {
-            "reads": data.num_reads(),
-            "threshold": config.realize_reads_threshold,
-        }
-        opcount = data.inner_fn_opcount()
-        if (
-            release_compat.REUSE_RULE_HAS_INLINE_ASM
-            and "inline_asm_elementwise" in opcount.used_ops
-        ):
-            code = Reason.REUSE_INLINE_ASM
-        elif ir.is_cpu(data) and any(
-            op in opcount.used_ops for op in release_compat.REUSE_HEAVY_CPU_OPS
-        ):
-            code = Reason.REUSE_CPU_HEAVY_OP
-        elif (
-            release_compat.REUSE_RULE_HAS_OP_USERS
-            and ir.is_cpu(data)
-            and isinstance(data, ir.Pointwise)
-            and compared.get("users", 0) > config.realize_opusers_threshold
-            and opcount.num_ops > max(0, data.get_realize_opcount_threshold() - 2)
-        ):
-            code = Reason.REUSE_MANY_USERS
-            args = {
-                "users": compared["users"],
-                "users_threshold": config.realize_opusers_threshold,
-                "ops": opcount.num_ops,
-            }
-        elif args["reads"] <= args["threshold"]:
-            code = Reason.REUSE_LARGE_INNER_FN
-    elif code is Reason.ACC_READS_EXCEEDED:
-        # TensorBox.has_exceeded_max_reads: accumulated reads or a large body.
-        if isinstance(data, ir.Pointwise):
-            args = {
-                "reads": data.num_reads(),
-                "threshold": release_compat.acc_reads_threshold(data),
-            }
-            if args["reads"] <= args["threshold"] and data.has_large_inner_fn():
-                code = Reason.ACC_LARGE_INNER_FN
-        else:
+    if code in (Reason.REUSE_TOO_MANY_READS, Reason.ACC_READS_EXCEEDED):
+        if cause is not None:
+            code = cause[0]
+            args.update(cause[1])
+        elif code is Reason.ACC_READS_EXCEEDED and not isinstance(data, ir.Pointwise):
             code = Reason.MULTI_USER_EXTERN_CONSUMER
     return code, detail, args
+
+
+# The cause the reuse or accumulated-reads rule gave at the branch that
+# decided to realize (at most one, taken by the realize that follows).
+_realize_cause: list[tuple[Reason, dict[str, Any]]] = []
+
+
+def realize_cause(code: Reason, **compared: Any) -> None:
+    """At the branch of ``StorageBox.should_realize_on_reuse`` or
+    ``has_exceeded_max_reads`` that returns True: its cause, and the values it
+    compared (``compared``), for the realize its caller then makes."""
+    if not rec.is_enabled():
+        return
+    _realize_cause[:] = [(code, _plain(compared))]
 
 
 # ---------------------------------------------------------------------------
@@ -387,8 +364,11 @@ def evaluate_speedup(
     return result
 
 
-def why_no_fuse(why: WhyNoFuse, code: Reason | None) -> None:
-    """``WhyNoFuse.__call__``: a rule refused a pair, with its code.
+def why_no_fuse(
+    why: WhyNoFuse, code: Reason | None, compared: dict[str, Any] | None = None
+) -> None:
+    """``WhyNoFuse.__call__``: a rule refused a pair, with its code and the
+    values it compared (``compared``: plain numbers, as its call site gave them).
 
     Inside an evaluation the refusal explains it; after one (a cycle found by
     ``will_fusion_create_cycle``, a benchmark) it overturns the pair's verdict.
@@ -404,12 +384,13 @@ def why_no_fuse(why: WhyNoFuse, code: Reason | None) -> None:
             detail = text % why.args if why.args else text
         except (TypeError, ValueError):
             detail = text
+        args = _plain(compared or {})
         if recorder.evaluations:
-            recorder.evaluations[0].refusals.append(Refusal(code, detail, {}))
+            recorder.evaluations[0].refusals.append(Refusal(code, detail, args))
             return
         if code is None:
             return
-        _amend_verdict_by_names(recorder, why.name1, why.name2, code, detail)
+        _amend_verdict_by_names(recorder, why.name1, why.name2, code, detail, args)
     except Exception as e:
         rec.report_failure(e)
 
@@ -584,14 +565,28 @@ def _amend_verdict(node1: Any, node2: Any, reason: Reason, detail: str) -> None:
 
 
 def _amend_verdict_by_names(
-    recorder: rec.GraphRecorder, name1: str, name2: str, reason: Reason, detail: str
+    recorder: rec.GraphRecorder,
+    name1: str,
+    name2: str,
+    reason: Reason,
+    detail: str,
+    args: dict[str, Any] | None = None,
 ) -> None:
     for verdict in reversed(recorder.verdicts):
         if verdict.names == (name1, name2):
             verdict.fused = False
             verdict.reason = reason
             verdict.detail = detail
+            verdict.args = dict(args or {})
             return
+
+
+def _plain(compared: dict[str, Any]) -> dict[str, Any]:
+    """A call site's compared values as plain data (a symbolic size as text)."""
+    return {
+        key: value if isinstance(value, (bool, int, float, str)) else str(value)
+        for key, value in compared.items()
+    }
 
 
 # ---------------------------------------------------------------------------

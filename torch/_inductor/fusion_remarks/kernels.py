@@ -429,8 +429,7 @@ def _crossings(
         return found
 
     real = getattr(scheduler, "mutation_real_name", {})
-    out: list[Crossing] = []
-    seen: set[tuple[str, str, str]] = set()
+    out: dict[tuple[str, str, str], Crossing] = {}
     for part in parts:
         consumer = kernel_of_base.get(part.get_name()) or next(
             (
@@ -444,30 +443,36 @@ def _crossings(
             continue
         for name in sorted(consumer.reads):
             for written, producer in producers(name):
-                buffer = real.get(written, written)
+                buffer = real.get(name, name)
                 key = (buffer, producer.name, consumer.name)
-                if producer is consumer or key in seen:
+                if producer is consumer:
                     continue
-                seen.add(key)
-                out.append(
-                    Crossing(
-                        buffer=buffer,
-                        read_as=name,
-                        written_as=written,
-                        producer=producer.name,
-                        consumer=consumer.name,
-                        producer_nests=[
-                            n.name
-                            for n in producer.nests
-                            if written in n.writes or buffer in n.writes
-                        ],
-                        consumer_nests=[
-                            n.name for n in consumer.nests if name in n.reads
-                        ],
-                        value_op=_value_op(scheduler, written),
-                    )
+                nests = [
+                    n.name
+                    for n in producer.nests
+                    if written in n.writes or buffer in n.writes
+                ]
+                crossing = out.get(key)
+                if crossing is not None:
+                    # one buffer written in parts (the slices of a cat)
+                    crossing.producer_nests += [
+                        n for n in nests if n not in crossing.producer_nests
+                    ]
+                    if written not in crossing.written_as.split(" and "):
+                        crossing.written_as += f" and {written}"
+                        crossing.value_op = None
+                    continue
+                out[key] = Crossing(
+                    buffer=buffer,
+                    read_as=name,
+                    written_as=written,
+                    producer=producer.name,
+                    consumer=consumer.name,
+                    producer_nests=nests,
+                    consumer_nests=[n.name for n in consumer.nests if name in n.reads],
+                    value_op=_value_op(scheduler, written),
                 )
-    return out
+    return list(out.values())
 
 
 def _value_op(scheduler: Scheduler, name: str) -> str | None:

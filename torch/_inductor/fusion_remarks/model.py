@@ -161,6 +161,9 @@ class KernelRecord:
     # for an extern kernel: ops that other kernels compute into its inputs,
     # which Inductor names among its origins (only present when some are)
     input_ops: list[str] = dataclasses.field(default_factory=list)
+    # the buffers it reads and writes (the scheduler's names)
+    reads: list[str] = dataclasses.field(default_factory=list)
+    writes: list[str] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -174,6 +177,8 @@ class KernelRecord:
         }
         if self.input_ops:
             out["input_ops"] = list(self.input_ops)
+        out["reads"] = sorted(self.reads)
+        out["writes"] = sorted(self.writes)
         return out
 
 

@@ -26,6 +26,10 @@ def graph_generated(recorder: rec.GraphRecorder) -> None:
     kernel map, copied when its code was generated)."""
     report = analysis.analyze_graph(recorder.kernel_map, recorder, recorder.label)
     report["generated_kernel_count"] = recorder.generated_kernels
+    # the invariant checked on every graph; the log says when it does not hold
+    violations = analysis.coverage_violations(report)
+    if violations:
+        report["coverage_violations"] = violations
     report["remarks"].extend(r.to_json() for r in recorder.pending)
     label = report["compile_id"]
     report["remarks"].extend(r.to_json() for r in rec.graph_remarks(label))

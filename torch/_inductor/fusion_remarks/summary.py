@@ -307,6 +307,12 @@ def render_graph(graph: dict[str, Any], costs: bool = False) -> str:
     elif len(computing) > 1:
         lines.append("  no boundaries: every dependent pair of ops shares a kernel")
     lines.extend(_boundary_lines(boundaries, ops, costs))
+    violations = graph.get("coverage_violations") or []
+    if violations:
+        lines.append(
+            f"  coverage: {len(violations)} crossing{'' if len(violations) == 1 else 's'}"
+            f" without exactly one boundary: {fold_names(violations, 3, last='; ')}"
+        )
     eliminated: dict[str, list[str]] = {}
     for op in computing:
         if op.get("eliminated"):

@@ -89,6 +89,7 @@ class Reason(str, enum.Enum):
     REUSE_INLINE_ASM = "reuse_inline_asm"
     ACC_READS_EXCEEDED = "acc_reads_exceeded"
     ACC_LARGE_INNER_FN = "acc_large_inner_fn"
+    ACC_READS_SIZE_EXCEEDED = "acc_reads_size_exceeded"
     POINTWISE_OPCOUNT_LIMIT = "pointwise_opcount_limit"
     REALIZE_TO_STRIDES = "realize_to_strides"
     EXTERN_INPUT = "extern_input"
@@ -301,6 +302,10 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     R.ACC_LARGE_INNER_FN: (
         _H,
         "a pointwise value's loop body grew beyond config.realize_opcount_threshold ops, so it is stored",
+    ),
+    R.ACC_READS_SIZE_EXCEEDED: (
+        _H,
+        "a pointwise value's reads accumulated more than config.realize_acc_reads_size_threshold bytes, so it is stored",
     ),
     R.POINTWISE_OPCOUNT_LIMIT: (
         _H,
