@@ -15,6 +15,7 @@ analysis reads hold plain data, no scheduler or IR object.
 import dataclasses
 import os
 import sys
+import unittest
 from unittest import mock
 
 import torch
@@ -25,6 +26,7 @@ from torch._inductor.fusion_remarks import analysis, hooks
 from torch._inductor.fusion_remarks.summary import render_graph
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
+from torch.testing._internal.inductor_utils import GPU_TYPE, HAS_GPU
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -77,8 +79,8 @@ def compile_checked(test, fn, *args, backward=False, module=None):
         _, codes = run_and_get_code(run)
     graphs = rep.to_json()["graphs"]
     test.assertEqual(len(codes), len(graphs))
+    test.assertTrue(any(graph["crossings"] for graph in graphs))
     for graph, code in zip(graphs, codes):
-        test.assertTrue(graph["crossings"], graph["compile_id"])
         test.assertEqual(analysis.coverage_violations(graph), [])
         test.assertEqual(
             code_crossing_problems(graph, code) + cpp_crossing_problems(graph, code),
@@ -267,6 +269,43 @@ class TestCrossings(TestCase):
         )
 
 
+@unittest.skipUnless(HAS_GPU, "needs a GPU")
+class TestCrossingsGPU(TestCase):
+    """The same invariant over Triton kernels and library calls, checked
+    against the wrapper's kernel launches."""
+
+    def test_label_smoothing_cross_entropy_training(self):
+        graphs, _ = compile_checked(
+            self,
+            label_smoothing_cross_entropy,
+            torch.randn(64, 1000, device=GPU_TYPE, requires_grad=True),
+            torch.randint(0, 1000, (64,), device=GPU_TYPE),
+            backward=True,
+        )
+        self.assertTrue(
+            any(k["kind"] == "triton" for g in graphs for k in g["kernels"])
+        )
+
+    def test_linear_layer_norm_gelu_training(self):
+        model = torch.nn.Sequential(
+            torch.nn.Linear(64, 64), torch.nn.LayerNorm(64), torch.nn.GELU()
+        ).to(GPU_TYPE)
+        graphs, _ = compile_checked(
+            self,
+            None,
+            torch.randn(32, 64, device=GPU_TYPE),
+            backward=True,
+            module=model,
+        )
+        into_mm = [
+            b
+            for g in graphs
+            for b in dependencies(g)
+            if b["kernels"][1].partition(":")[2].startswith("extern_kernels.")
+        ]
+        self.assertTrue(into_mm)
+
+
 class TestViolationsAreSaid(TestCase):
     def test_a_crossing_without_a_boundary_is_a_violation_and_the_log_says_so(self):
         graphs, _ = compile_checked(self, sort_values_plus_indices, torch.randn(8, 16))
@@ -281,6 +320,46 @@ class TestViolationsAreSaid(TestCase):
             f"coverage: 1 crossing without exactly one boundary: {problems[0]}",
             render_graph(graph),
         )
+
+
+def break_then_nothing(x):
+    y = (x * 2).sum()
+    torch._dynamo.graph_break()
+    return y
+
+
+def two_axis_sums(x):
+    return x.sum(0).sum() + x.sum(1).sum()
+
+
+class TestTrueWords(TestCase):
+    def test_a_break_names_only_compiled_graphs(self):
+        torch._dynamo.reset()
+        with fusion_report.capture() as rep:
+            torch.compile(break_then_nothing)(torch.randn(8))
+        (graph,) = rep.graphs
+        text = rep.summary()
+        self.assertIn("with no graph compiled after it", text)
+        # Dynamo started a frame after the break, which compiled nothing
+        self.assertNotIn("before 1/0", text)
+        self.assertIn(f"after graph {graph['compile_id']}", text)
+
+    def test_no_shared_data_says_what_both_access_and_claims_no_more(self):
+        graphs, _ = compile_checked(self, two_axis_sums, torch.randn(16, 16))
+        (shared,) = [
+            b for b in graphs[0]["boundaries"] if b["relation"] == "shared_input"
+        ]
+        self.assertEqual(shared["reason"], "no_shared_data")
+        self.assertIn("both access arg0_1", shared["detail"])
+        self.assertNotIn("would be saved", shared["detail"])
+
+    def test_one_boundary_is_one_boundary(self):
+        graphs, _ = compile_checked(
+            self, lambda a, b: torch.relu(a @ b), torch.randn(8, 8), torch.randn(8, 8)
+        )
+        text = render_graph(graphs[0])
+        self.assertIn("  1 boundary:", text)
+        self.assertNotIn("boundaries:", text)
 
 
 _LIVE = (scheduler.BaseSchedulerNode, scheduler.Scheduler, ir.IRNode, torch.fx.Node)

@@ -103,7 +103,8 @@ tests)
     # Every CUDA-only class; a test's own skip says why where it needs more.
     timeout "$deadline" python3 tools/fork.py run -- python3 -m pytest -v -p no:cacheprovider \
         -n "${WORKERS:-6}" --dist load \
-        test/inductor/test_fusion_ablation.py benchmarks/fusion/test/test_fusion_benchmark_tools.py \
+        test/inductor/test_fusion_ablation.py test/inductor/test_fusion_remarks_crossings.py \
+        benchmarks/fusion/test/test_fusion_benchmark_tools.py \
         benchmarks/fusion/test/test_fusion_predictions.py benchmarks/fusion/test/test_fusion_verdict.py test/inductor/test_fusion_remarks.py \
         test/inductor/test_fusion_reason_rules.py benchmarks/fusion/test/test_fusion_study.py \
         packages/fx_fusion/test/test_fx_fusion.py packages/fx_fusion/test/test_fx_fusion_codegen.py \
@@ -132,7 +133,7 @@ tests)
     tail -n 2 "$OUT/before.log" 2>/dev/null
     grep -E "FAILED|ERROR" "$OUT/tests.log" | head -n 20
     tail -n 1 "$OUT/tests.log"
-    tail -n 14 "$OUT/coverage_default.log"
+    tail -n 30 "$OUT/coverage_default.log"
     for log in "$OUT"/autotune/*.log; do grep -E "max-autotune" "$log" | grep -v "^{"; done
     bundle
     ;;

@@ -447,12 +447,12 @@ def describe(entry: GraphBreak, before: Sequence[str], after: Sequence[str]) -> 
         left = f"after graph{'s' if len(before) > 1 else ''} {_names(before)}"
     else:
         left = f"after no graph of {entry.compile_id}"
+    # only compiled graphs are named: the frame Dynamo starts after a break
+    # may compile none (a training step's code after backward())
     if after:
         right = f"before {_names(after)}"
-    elif entry.next_compile is not None:
-        right = f"before {entry.next_compile}, which compiled no graph"
     else:
-        right = "with nothing compiled after it"
+        right = "with no graph compiled after it"
     return (
         f"graph break at {short_source(entry.source)} ({left}, {right}): "
         f"{short_reason(entry.remark.detail, entry.gb_type)}"

@@ -470,7 +470,7 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
     ),
     R.NO_SHARED_DATA: (
         _H,
-        "the nodes read or write no identical memory access, so fusing saves no memory traffic",
+        "the scheduler found no memory access the two nodes share exactly (one buffer at the same indices): their fusion score is 0, and it fuses only pairs with a shared access",
     ),
     R.INDEXING_MISMATCH: (
         _H,
