@@ -407,13 +407,27 @@ def compare(args: argparse.Namespace) -> int:
     return 1 if unexplained else 0
 
 
+def _by_rule(data: dict[str, Any]) -> dict[str, Any]:
+    """The record with each rule program's case named by its code and arm,
+    not its index in ``RULES`` (a rule added before it shifts the index)."""
+    seen: dict[str, int] = {}
+    cases = {}
+    for case, graphs in data["cases"].items():
+        key = re.sub(r"^rule\d+:", "rule:", case)
+        if key != case:
+            seen[key] = seen.get(key, 0) + 1
+            key += "" if seen[key] == 1 else f"#{seen[key]}"
+        cases[key] = graphs
+    return dict(data, cases=cases)
+
+
 def reasons(args: argparse.Namespace) -> int:
     """Boundaries by reason before and after, and the boundaries only the
     after file has (by label, a multiset over every case) by kind of
     crossing, as Markdown."""
     from collections import Counter
 
-    before, after = _load(args.before), _load(args.after)
+    before, after = (_by_rule(_load(path)) for path in (args.before, args.after))
 
     def labels(data: dict[str, Any]) -> Counter[str]:
         return Counter(

@@ -339,9 +339,16 @@ def _latest_verdict(
 
 
 def _side_ops(
-    kernel: Kernel, nests: list[str], ops: dict[str, OpRecord], order: dict[str, int]
+    kernel: Kernel,
+    nests: list[str],
+    ops: dict[str, OpRecord],
+    order: dict[str, int],
+    called: set[str],
 ) -> list[str]:
-    """The computing ops of ``nests`` of ``kernel`` (an extern kernel: its op)."""
+    """The computing ops of ``nests`` of ``kernel`` (an extern kernel: its op).
+    An op a library call lowers (``called``) is the call's, not that of a
+    generated kernel whose origins name it (one computing the call's inputs,
+    such as an attention mask)."""
     if kernel.kind in EXTERN_KINDS:
         return list(kernel.origins)
     names = [
@@ -349,7 +356,7 @@ def _side_ops(
         for n in kernel.nests
         if n.name in nests
         for o in n.origins
-        if o in ops and ops[o].computes and o not in kernel.copy_for
+        if o in ops and ops[o].computes and o not in kernel.copy_for and o not in called
     ]
     return sorted(dict.fromkeys(names), key=lambda o: order.get(o, -1))
 
@@ -400,9 +407,12 @@ def _explain_crossing(
     label: str,
 ) -> tuple[Boundary, Remark]:
     kp, kc = kernels[crossing.producer], kernels[crossing.consumer]
-    producer_ops = _side_ops(kp, crossing.producer_nests, ops, order)
+    called = {
+        k.origins[0] for k in kernels.values() if k.kind in EXTERN_KINDS and k.origins
+    }
+    producer_ops = _side_ops(kp, crossing.producer_nests, ops, order, called)
     consumer_ops = _readers(
-        _side_ops(kc, crossing.consumer_nests, ops, order),
+        _side_ops(kc, crossing.consumer_nests, ops, order, called),
         producer_ops,
         crossing.value_op,
         ops,
