@@ -89,6 +89,23 @@ def compile_checked(test, fn, *args, backward=False, module=None):
     return graphs, codes
 
 
+_COMPILED: dict[str, tuple[list, list]] = {}
+
+
+def cross_entropy_training(test):
+    """The label-smoothing cross-entropy's training step on the CPU, compiled
+    and checked once for the tests that read it."""
+    if "cross_entropy" not in _COMPILED:
+        _COMPILED["cross_entropy"] = compile_checked(
+            test,
+            label_smoothing_cross_entropy,
+            torch.randn(64, 1000, requires_grad=True),
+            torch.randint(0, 1000, (64,)),
+            backward=True,
+        )
+    return _COMPILED["cross_entropy"]
+
+
 def dependencies(graph):
     return [b for b in graph["boundaries"] if b["relation"] == "dependency"]
 
@@ -102,13 +119,7 @@ class TestCrossings(TestCase):
         """log_softmax's loop nests recompute ``sub``; buffers still cross
         between them, each with its boundary, stored by one loop nest of the
         C++ function and loaded by a later one."""
-        graphs, codes = compile_checked(
-            self,
-            label_smoothing_cross_entropy,
-            torch.randn(64, 1000, requires_grad=True),
-            torch.randint(0, 1000, (64,)),
-            backward=True,
-        )
+        graphs, codes = cross_entropy_training(self)
         forward, code = graphs[0], codes[0]
         kernels = kernels_by_name(forward)
         recomputing = [
@@ -186,13 +197,7 @@ class TestCrossings(TestCase):
     def test_buffer_updated_in_place_by_a_library_call(self):
         """The backward's scatter_add updates a buffer in place: the buffer
         crosses into the call and out of it again, two boundaries naming it."""
-        graphs, codes = compile_checked(
-            self,
-            label_smoothing_cross_entropy,
-            torch.randn(64, 1000, requires_grad=True),
-            torch.randint(0, 1000, (64,)),
-            backward=True,
-        )
+        graphs, codes = cross_entropy_training(self)
         backward, code = graphs[1], codes[1]
         kernels = kernels_by_name(backward)
         (scatter,) = [k for k in kernels if "scatter" in k]
