@@ -311,6 +311,27 @@ class TestCrossingsGPU(TestCase):
         self.assertTrue(into_mm)
 
 
+class MmReluSum(torch.nn.Module):
+    def forward(self, x, w):
+        return torch.relu(x @ w).sum(0) * 2
+
+
+class TestAheadOfTime(TestCase):
+    def test_an_aot_inductor_graph_is_reported(self):
+        """AOT Inductor builds no CompiledFxGraph: its graph is analysed and
+        published from compile_fx all the same."""
+        ep = torch.export.export(MmReluSum(), (torch.randn(8, 8), torch.randn(8, 8)))
+        with fusion_report.capture() as rep:
+            torch._inductor.aoti_compile_and_package(ep)
+        (graph,) = rep.to_json()["graphs"]
+        self.assertEqual(analysis.coverage_violations(graph), [])
+        (crossing,) = dependencies(graph)
+        self.assertEqual(
+            (crossing["producer"], crossing["consumer"], crossing["reason"]),
+            ("mm", "relu", "extern_kernel"),
+        )
+
+
 class TestViolationsAreSaid(TestCase):
     def test_a_crossing_without_a_boundary_is_a_violation_and_the_log_says_so(self):
         graphs, _ = compile_checked(self, sort_values_plus_indices, torch.randn(8, 16))
