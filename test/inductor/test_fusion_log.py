@@ -301,26 +301,27 @@ class TestFusionLogLabels(TestCase):
         self.assertTrue(rest.startswith(f"inputs from {function}: "), line)
         for name in inputs:
             self.assertIn(name, rest)
-        # the value crosses from that kernel into the call: a boundary, unless
-        # a generated kernel computes part of convolution_backward too (2.14.1
-        # lowers its bias gradient into the kernel that computes `where`), in
-        # which case that kernel holds both ends of the edge
-        boundaries = [
-            (b["producer"], b["consumer"], b["reason"]) for b in backward["boundaries"]
-        ]
+        # the buffer crosses from that kernel into the call: a boundary, also
+        # where the kernel computes part of convolution_backward too (2.14.1
+        # lowers its bias gradient into the kernel that computes `where`)
         kinds = {k["name"]: k["kind"] for k in backward["kernels"]}
         generated_too = any(
             kinds[k] == "cpp" for k in ops["convolution_backward"]["kernels"]
         )
-        crossing = ("where", "convolution_backward", "fallback_kernel")
-        if generated_too:
-            self.assertTrue(
-                set(ops["where"]["kernels"])
-                & set(ops["convolution_backward"]["kernels"])
-            )
-            self.assertNotIn(crossing, boundaries)
-        else:
-            self.assertIn(crossing, boundaries)
+        into_call = [
+            b
+            for b in backward["boundaries"]
+            if b["relation"] == "dependency"
+            and b["kernels"][1] == call["name"]
+            and b["kernels"][0] in makers
+        ]
+        self.assertTrue(into_call)
+        self.assertEqual({b["reason"] for b in into_call}, {"fallback_kernel"})
+        self.assertTrue(any("where" in b["producer_ops"] for b in into_call))
+        # the call's op is the call's, not a side op of the kernel feeding it
+        self.assertFalse(
+            any("convolution_backward" in b["producer_ops"] for b in into_call)
+        )
         self.assertEqual(coverage_violations(backward), [])
         # `where` is computed once; convolution_backward twice only where a
         # generated kernel does part of it

@@ -259,7 +259,8 @@ def boundary_table(graph: dict[str, Any], slug: str, colours: dict[str, str]) ->
         rows.append(
             f'<tr class="boundary rel-{esc(b.get("relation"))}" id="{boundary_id(slug, i)}"'
             f' data-graph="{esc(cid)}" data-producer="{esc(b.get("producer"))}"'
-            f' data-consumer="{esc(b.get("consumer"))}" data-reason="{esc(b.get("reason"))}"'
+            f' data-consumer="{esc(b.get("consumer"))}" data-buffer="{esc(b.get("buffer") or "")}"'
+            f' data-reason="{esc(b.get("reason"))}"'
             f' data-category="{esc(b.get("category"))}" data-relation="{esc(b.get("relation"))}"'
             f' data-kinds="{esc(" ".join(sorted({kinds.get(k, "?") for k in b.get("kernels") or []})))}"'
             f' data-search="{esc(" ".join(sorted(search)))}">'

@@ -300,15 +300,21 @@ class TestFusionReportReading(PageTestCase):
 
     # ------------------------------------------------------------ 4. no gain
 
-    def gain_cells(self, dump: str) -> dict[tuple[str, str, str], dict[str, str]]:
-        """(graph, producer, consumer) -> the attributes of its gain cell."""
+    def gain_cells(self, dump: str) -> dict[tuple[str, ...], dict[str, str]]:
+        """(graph, producer, consumer, buffer) -> the attributes of its gain
+        cell (two buffers may cross between one pair of ops' kernels)."""
         out = {}
         for row in re.findall(r'<tr class="boundary .*?</tr>', dump, re.S):
             (tr,) = Elements(row.split(">", 1)[0] + ">").elements
             cell = next(
                 a for t, a in Elements(row).elements if t == "td" and "data-gain" in a
             )
-            key = (tr[1]["data-graph"], tr[1]["data-producer"], tr[1]["data-consumer"])
+            key = (
+                tr[1]["data-graph"],
+                tr[1]["data-producer"],
+                tr[1]["data-consumer"],
+                tr[1].get("data-buffer", ""),
+            )
             out[key] = dict(cell, kinds=tr[1]["data-kinds"])
         return out
 
