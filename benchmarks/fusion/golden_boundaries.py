@@ -477,6 +477,35 @@ def reasons(args: argparse.Namespace) -> int:
     lines += ["", "| boundaries only after, by kind of crossing | count |", "|---|---|"]
     for kind, n in new_kinds.most_common():
         lines.append(f"| {CROSSING_KINDS.get(kind, kind)} (`{kind}`) | {n} |")
+    # labels (one case's, one graph's op pair) present on both sides whose
+    # set of reasons differs: (before, after) -> how many
+    changed: Counter[tuple[str, str]] = Counter()
+    for case, graphs in after["cases"].items():
+        for graph, record in graphs.items():
+            old = before["cases"].get(case, {}).get(graph)
+            if old is None:
+                continue
+            sets: list[dict[str, set[str]]] = [{}, {}]
+            for side, rec in zip(sets, (old, record)):
+                for b in rec["boundaries"]:
+                    pair, _, reason = b.rpartition(": ")
+                    side.setdefault(pair, set()).add(reason)
+            for pair in set(sets[0]) & set(sets[1]):
+                if sets[0][pair] != sets[1][pair]:
+                    changed[
+                        (
+                            ", ".join(sorted(sets[0][pair])),
+                            ", ".join(sorted(sets[1][pair])),
+                        )
+                    ] += 1
+    lines += [
+        "",
+        f"| labels on both sides whose reasons differ ({sum(changed.values())}): "
+        "before | after | count |",
+        "|---|---|---|",
+    ]
+    for (was, now), n in changed.most_common():
+        lines.append(f"| {was} | {now} | {n} |")
     gone_reasons = Counter(label.rsplit(": ", 1)[1] for label in gone.elements())
     lines += ["", "| boundaries only before, by reason | count |", "|---|---|"]
     for reason, n in gone_reasons.most_common():
