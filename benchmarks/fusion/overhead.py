@@ -81,7 +81,8 @@ HOOKS = {
         "realize_rule",
         "why_no_fuse",
         "evaluate_pair",
-        "evaluate_speedup",
+        "speedup_refused",
+        "decision_values",
         "checked",
         "begin_realize_rule",
         "begin_fusion",
@@ -163,9 +164,8 @@ def hook_cost(model: str, device: str) -> dict[str, object]:
         "realize_rule": realize_rule_sample,
         "why_no_fuse": lambda: fusion_hooks.why_no_fuse(None, code),
         "evaluate_pair": lambda: fusion_hooks.evaluate_pair(None, None, None, decide),
-        "evaluate_speedup": lambda: fusion_hooks.evaluate_speedup(
-            None, None, None, decide
-        ),
+        "speedup_refused": lambda: fusion_hooks.speedup_refused(None, None, code),
+        "decision_values": lambda: fusion_hooks.decision_values(code, None, None),
         "checked": lambda: fusion_hooks.checked(True, None, None, code, "c"),
         "begin_realize_rule": lambda: (
             fusion_hooks.begin_realize_rule(code),

@@ -53,6 +53,8 @@ class Rule:
     xfail: str | None = None  # a known bug of the report that fails the test
     releases: ReleaseRange = ALL_RELEASES  # torch releases with the rule
     why: str = ""  # why the program fires the rule (and the counterfactual removes it)
+    # the values the rule's call site compared, each a key of the finding's args
+    compared: tuple[str, ...] = ()
 
 
 def randn(*shapes: tuple[int, ...]) -> tuple[torch.Tensor, ...]:
@@ -408,6 +410,7 @@ RULES: tuple[Rule, ...] = (
          why="a.sin() * b.cos() (one user, 2 reads) has more ops than "
              "realize_opcount_threshold=1 (has_large_inner_fn), so it is stored"),
     Rule("acc_reads_size_exceeded", sum_of_two_sorted, M8x2, **LOWERING,
+         compared=("size_threshold",),
          patch={"realize_acc_reads_size_threshold": 1},
          counterfactual={"realize_acc_reads_size_threshold": None},
          why="x + y (one user) reads two sort outputs of 256 bytes each (graph "
@@ -550,26 +553,31 @@ RULES: tuple[Rule, ...] = (
              "no_shared_data while the metric table "
              "fusion_failure_due_to_indexing_mismatch is enabled"),
     Rule("exceeds_max_fusion_size", three_outputs, M8,
+         compared=("nodes", "max_fusion_size"),
          patch={"max_fusion_size": 1}, counterfactual={"max_fusion_size": 64},
          why="three outputs of x; each pair would hold 2 > max_fusion_size=1 nodes"),
     Rule("peak_memory_increase", two_mms_times_scalar,
          lambda: randn((64, 64), (64, 64), (64, 64), (64, 64), (1,)),
+         compared=("memory_overhead", "bandwidth_saving", "factor"),
          why="two pointwise nodes that share only a 1-element c, each reading a "
              "single-use 64x64 mm output: the buffers that fusing keeps alive "
              "outweigh the bytes shared (no config option: the factor 32 is "
              "fixed in Scheduler.can_fusion_increase_peak_memory)"),
     Rule("too_many_io_buffers", three_outputs, M8,
+         compared=("unique_io_buffers", "max_fusion_unique_io_buffers"),
          patch={"max_fusion_unique_io_buffers": 1},
          counterfactual={"max_fusion_unique_io_buffers": None},
          why="three outputs of x; each fused pair would have 3 > "
              "max_fusion_unique_io_buffers=1 buffers"),
     Rule("score_below_threshold", two_outputs, V64,
+         compared=("score", "threshold"),
          patch={"score_fusion_memory_threshold": 10**9},
          counterfactual={"score_fusion_memory_threshold": 1},
          why="x.sin() and x.cos() share the 256 bytes of x, fewer than "
              "score_fusion_memory_threshold"),
     Rule("fusion_raises_peak_memory", sin_through_mm_and_cos,
          lambda: randn((128, 128), (128, 128)), releases=since("2.15.0"),
+         compared=("peak", "peak_limit", "baseline_peak"),
          patch={"fusion_memory_timeline_peak_memory_pct_threshold": 0.0},
          counterfactual={"fusion_memory_timeline_peak_memory_pct_threshold": None},
          why="fusing a.cos() into a.sin()'s kernel allocates its output before the "
@@ -578,6 +586,7 @@ RULES: tuple[Rule, ...] = (
              "they fuse"),
     Rule("nodes_too_far_apart", far_apart,
          lambda: (*randn((2, 2), (2, 2)), torch.eye(2)),
+         compared=("distance", "max_distance"),
          why="x.sin() and x.cos() share x with 66 mm nodes between them (no "
              "config option: the distance 64 is fixed in "
              "Scheduler.are_long_distant_nodes)"),
@@ -592,8 +601,10 @@ RULES: tuple[Rule, ...] = (
              "mul reads, not buffers of their own"),
     # ---- scheduler: the C++ backend ----
     Rule("cpp_reduction_producer", sum_then_two_users, M8,
+         compared=("ranges1", "ranges2"),
          why="s = x.sum(1) feeds s.sum(), a reduction over other ranges"),
     Rule("cpp_ranges_incompatible", scaled_sum_reused_by_output, M8,
+         compared=("ranges1", "ranges2"),
          why="a 0-d value feeds an 8x8 pointwise op"),
     Rule("cpp_max_horizontal_size", two_outputs, V64,
          patch={"cpp.max_horizontal_fusion_size": 1},
@@ -744,6 +755,11 @@ UNTESTED: dict[str, str] = {
     "nvgemm_bool_output": "GPU only: NVGEMM templates need the CUTLASS Python DSL, absent from the GPU machine; the rule's hooks are tested in test_cuda_combined_fusion_rules.py",
     "backend_rejected": "the catch-all for a refusal with no specific code; no known program produces it",
     "register_spilling": "GPU only: benchmarked Triton kernels",
+    "no_fusible_template_choice": "GPU only: the Triton choices of an autotuned template (max-autotune)",
+    "template_prologue_not_benchmarked": "GPU only: a prologue of an autotuned Triton template (max-autotune)",
+    "template_layout_conflict": "GPU only: the choices of an autotuned template (max-autotune) under a layout constraint",
+    "atomic_add_epilogue_disabled": "GPU only: an atomic-add epilogue of a Triton template",
+    "atomic_add_prologue": "GPU only: an autotuned Triton template with an atomic-add epilogue (max-autotune)",
     "cache_replayed": "a capture bypasses the caches; tested through the fusion log in test_fusion_remarks.py",
     "cache_hit_without_remarks": "a capture bypasses the caches; tested through the fusion log in test_fusion_remarks.py",
     # The one-pass reduction pass decides Triton kernels only; its rules fire

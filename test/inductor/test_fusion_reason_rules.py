@@ -130,6 +130,11 @@ class RuleChecks:
             f"entries under {rule.patch}; they have {summary(data, rule.where)}",
         )
         self.assertEqual({f["category"] for f in found}, {category})
+        for key in rule.compared:  # the values compared at the decision, kept
+            self.assertTrue(
+                all(key in f.get("args", {}) for f in found),
+                f"{rule.code}: {key} missing from {[f.get('args') for f in found]}",
+            )
         if rule.counterfactual is None:
             return
         data = self.compile_and_report(rule, rule.counterfactual)

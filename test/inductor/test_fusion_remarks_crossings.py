@@ -168,6 +168,12 @@ class TestCrossings(TestCase):
         for b in statistics:
             self.assertNotIn("var_mean", b["consumer_ops"])
             self.assertEqual(b["reason"], "no_shared_data")
+            # the heuristic decided first; the C++ backend's own check, asked
+            # afterwards, refuses a reduction producer over other ranges too
+            self.assertEqual(
+                b["args"]["backend_also_refuses"], ["cpp_reduction_producer"]
+            )
+            self.assertIn("the backend would refuse it too", b["detail"])
 
     def test_layout_copy_feeding_an_extern_convolution(self):
         conv = torch.nn.Conv2d(3, 8, 3)
@@ -378,6 +384,37 @@ class TestTrueWords(TestCase):
         self.assertEqual(shared["reason"], "no_shared_data")
         self.assertIn("both access arg0_1", shared["detail"])
         self.assertNotIn("would be saved", shared["detail"])
+        # 16 sums of 16 each way: the C++ backend would take both in one loop
+        self.assertNotIn("backend_also_refuses", shared["args"])
+        # 32 sums of 16 and 16 of 32: the backend's own check would refuse too
+        graphs, _ = compile_checked(self, two_axis_sums, torch.randn(16, 32))
+        (shared,) = [
+            b for b in graphs[0]["boundaries"] if b["relation"] == "shared_input"
+        ]
+        self.assertEqual(shared["reason"], "no_shared_data")
+        self.assertEqual(
+            shared["args"]["backend_also_refuses"], ["cpp_ranges_incompatible"]
+        )
+        self.assertIn(
+            "the backend would refuse it too: cpp_ranges_incompatible", shared["detail"]
+        )
+
+    def test_a_heuristic_refusal_the_backend_would_accept_says_nothing_more(self):
+        """x.sin() and x.cos() share x over the same ranges: refused only by
+        the score threshold, which the C++ backend would have fused past."""
+        from torch._inductor import config
+
+        torch._dynamo.reset()
+        with config.patch(score_fusion_memory_threshold=10**9):
+            with fusion_report.capture() as rep:
+                torch.compile(lambda x: (x.sin(), x.cos()))(torch.randn(64))
+        (graph,) = rep.to_json()["graphs"]
+        self.assertEqual(analysis.coverage_violations(graph), [])
+        (shared,) = [b for b in graph["boundaries"] if b["relation"] == "shared_input"]
+        self.assertEqual(shared["reason"], "score_below_threshold")
+        self.assertNotIn("backend_also_refuses", shared["args"])
+        self.assertNotIn("would refuse it too", shared["detail"])
+        self.assertEqual(shared["args"]["threshold"], 10**9)
 
     def test_one_boundary_is_one_boundary(self):
         graphs, _ = compile_checked(

@@ -34,6 +34,7 @@ LAYERS = {
     "model": 1,
     "recorder": 2,
     "kernels": 3,  # the kernels and their ops (recorder for its types only)
+    "backend_check": 3,  # the backend's check, asked after a heuristic refused
     "analysis": 4,
     "costs": 1,  # pricing boundaries (imports nothing of the package)
     "summary": 4,  # the text summary (the pages are the fusion viewer's)

@@ -9,7 +9,8 @@
 #   tests      every CUDA test class (pytest-xdist, WORKERS processes) and the
 #              remark coverage of the default model set in default mode (full
 #              shapes) and max-autotune-no-cudagraphs (AUTOTUNE_SHAPES, CI
-#              shapes unless set; four processes), side by side; with BEFORE=DIR (a
+#              shapes unless set; four processes, or one a model with
+#              AUTOTUNE_EACH=1), side by side; with BEFORE=DIR (a
 #              copy of files of an earlier tree, paths as in the repository)
 #              the tests named by BEFORE_K also run on the tree with those
 #              files, to show a failure the current tree fixes
@@ -120,15 +121,26 @@ tests)
     # bert, the longest, in one of their own)
     mkdir -p "$OUT/autotune"
     set -- $(echo "$models" | tr , ' ')
+    shards="$(echo "$@" | cut -d' ' -f1-3)
+$(echo "$@" | cut -d' ' -f4-5)
+$(echo "$@" | cut -d' ' -f6-8)
+$(echo "$@" | cut -d' ' -f9-)"
+    # AUTOTUNE_EACH=1: one process a model instead (full shapes: each
+    # model's GEMM shapes autotune for minutes, one after another in a shard)
+    [ "${AUTOTUNE_EACH:-0}" = 1 ] && shards=$(echo "$@" | tr ' ' '\n')
     shard=0
-    for part in "$(echo "$@" | cut -d' ' -f1-3)" "$(echo "$@" | cut -d' ' -f4-5)" "$(echo "$@" | cut -d' ' -f6-8)" "$(echo "$@" | cut -d' ' -f9-)"; do
+    # (a here-document, not a pipe: the loop stays in this shell, so that
+    # wait waits for the processes it starts)
+    while read -r part; do
         [ -n "$part" ] || continue
         shard=$((shard + 1))
         TORCHINDUCTOR_MAX_AUTOTUNE_CONV_BACKENDS=ATEN timeout "$deadline" python3 tools/fork.py run -- \
             python3 benchmarks/fusion/coverage.py --device cuda --modes max-autotune-no-cudagraphs \
             --shapes "${AUTOTUNE_SHAPES:-ci}" --models "$(echo "$part" | tr ' ' ,)" \
             --json "$OUT/autotune/part$shard.json" >"$OUT/autotune/part$shard.log" 2>&1 &
-    done
+    done <<EOF
+$shards
+EOF
     wait
     tail -n 2 "$OUT/before.log" 2>/dev/null
     grep -E "FAILED|ERROR" "$OUT/tests.log" | head -n 20

@@ -38,7 +38,14 @@ from .kernels import (
     OpRecord,
     source_of,
 )
-from .model import Boundary, GraphReport, KernelRecord, PairVerdict, Remark
+from .model import (
+    Boundary,
+    GraphReport,
+    KernelRecord,
+    PairVerdict,
+    Remark,
+    with_compared,
+)
 from .taxonomy import Category, Kind, Reason, Stage
 
 
@@ -73,9 +80,11 @@ def refusal_detail(refusal: Refusal) -> str:
     the check that said no and the values it compared."""
     args = refusal.args
     if refusal.check is None:
-        if not args:
-            return refusal.detail
-        return f"{refusal.detail} ({', '.join(f'{k} {v}' for k, v in args.items())})"
+        return (
+            refusal.detail
+            if refusal.shows_values
+            else with_compared(refusal.detail, args)
+        )
     if refusal.code is Reason.CPP_REDUCTION_PRODUCER:
         return (
             f"{refusal.check}: reduction producer with ranges "
@@ -103,6 +112,16 @@ def rejection_reason(verdict: PairVerdict) -> tuple[Reason, str, dict[str, Any]]
             detail += (
                 f": both access {', '.join(common)}, but no memory access of "
                 "one matches one of the other"
+            )
+        if verdict.backend_refusals:
+            # The heuristic decided first; the backend's own check, asked
+            # afterwards, refuses the pair too: fusing was not possible anyway.
+            args["backend_also_refuses"] = [
+                r.code.value for r in verdict.backend_refusals
+            ]
+            detail += "; the backend would refuse it too: " + "; ".join(
+                f"{r.code.value} ({refusal_detail(r)})"
+                for r in verdict.backend_refusals
             )
         return refusal.code, detail, args
     if verdict.facts.get("same_node"):

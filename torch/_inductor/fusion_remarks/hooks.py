@@ -6,9 +6,12 @@ decision's reason code by its call site:
 * ``WhyNoFuse(node1, node2)(message, code=...)``: a scheduler or backend rule
   refused a pair (:func:`why_no_fuse`); a rule that refuses silently calls
   :func:`refused` or passes its verdict through :func:`checked`;
-* ``Scheduler.can_fuse`` and ``Scheduler.speedup_by_fusion`` hand their
-  decision to :func:`evaluate_pair` and :func:`evaluate_speedup`, which record
-  the verdict of each evaluated pair;
+* ``Scheduler.can_fuse`` hands its decision to :func:`evaluate_pair`, which
+  records the verdict of each evaluated pair; ``Scheduler.speedup_by_fusion``
+  reports each refusal of a pair ``can_fuse`` accepted (:func:`speedup_refused`,
+  with the times a benchmark compared);
+* a helper that decides for its caller and returns a bool hands over the
+  values it compared (:func:`decision_values`);
 * lowering tags the rule that realizes a value (:func:`begin_realize_rule`
   and :func:`end_realize_rule` one line before and after the statement,
   :func:`realizes_for` on a helper that realizes inputs)
@@ -35,7 +38,7 @@ from typing import Any, TYPE_CHECKING, TypeVar
 import torch
 
 from . import recorder as rec
-from .model import PairVerdict, Realization, Remark
+from .model import PairVerdict, Realization, Remark, with_compared
 from .recorder import Evaluation, fusion_log, guarded, Refusal
 from .taxonomy import Kind, Reason, Stage
 
@@ -337,31 +340,81 @@ def evaluate_pair(
     finally:
         evaluation = recorder.evaluations.pop() if outermost else None
     if evaluation is not None:
-        _record_verdict(recorder, evaluation, result)
+        backend_refusals = (
+            [] if result else _ask_backend(scheduler, recorder, evaluation)
+        )
+        _record_verdict(recorder, evaluation, result, backend_refusals)
     return result
 
 
-def evaluate_speedup(
-    scheduler: Scheduler,
+def _ask_backend(
+    scheduler: Scheduler, recorder: rec.GraphRecorder, evaluation: Evaluation
+) -> list[Refusal]:
+    # loaded once a compile is recorded, like the analysis
+    from .backend_check import ask_backend
+
+    return ask_backend(scheduler, recorder, evaluation)
+
+
+def speedup_refused(
     node1: BaseSchedulerNode,
     node2: BaseSchedulerNode,
-    decide: Callable[[Any, Any], Any],
-) -> Any:
-    """``Scheduler.speedup_by_fusion``: a benchmark's refusal is a verdict too
-    (``decide(node1, node2)`` is the scheduler's own method)."""
-    result = decide(node1, node2)
-    if (
-        rec.is_enabled()
-        and not getattr(result, "should_fuse", True)
-        and getattr(result, "callable_fn", None) is None
-    ):
-        _amend_verdict(
-            node1,
-            node2,
-            Reason.BENCHMARK_SLOWER,
-            "benchmarking judged the fused kernel slower",
-        )
-    return result
+    code: Reason,
+    **compared: Any,
+) -> None:
+    """``Scheduler.speedup_by_fusion`` refused a pair ``can_fuse`` accepted
+    (``code``: the check at the call site; ``compared``: the times it compared,
+    for a benchmark).  A benchmark can run after the pair's verdict, when its
+    compiled kernels are ready: the verdict becomes the refusal."""
+    if not rec.is_enabled():
+        return
+    try:
+        recorder = rec.current_recorder(create=False)
+        if recorder is not None:
+            _amend_verdict_by_names(
+                recorder,
+                node1.get_name(),
+                node2.get_name(),
+                code,
+                code.description,
+                _plain(compared),
+            )
+    except Exception as e:
+        rec.report_failure(e)
+
+
+# The values a helper that returns only a bool compared, for its caller's
+# refusal: (code, node names, values), at most one.
+_decision_values: list[tuple[Reason, tuple[str, str], dict[str, Any]]] = []
+
+
+def decision_values(
+    code: Reason,
+    node1: BaseSchedulerNode,
+    node2: BaseSchedulerNode,
+    **compared: Any,
+) -> None:
+    """A helper that decides for its caller (``Scheduler.are_long_distant_nodes``,
+    ``can_fusion_increase_peak_memory``, ``fusion_prevent_too_many_reads_and_writes``
+    return a bool) hands over what it compared; the caller's ``WhyNoFuse`` of
+    ``code`` for the same pair takes it (see :func:`why_no_fuse`)."""
+    if not rec.is_enabled():
+        return
+    try:
+        _decision_values[:] = [
+            (code, (node1.get_name(), node2.get_name()), _plain(compared))
+        ]
+    except Exception as e:
+        rec.report_failure(e)
+
+
+def _take_decision_values(why: WhyNoFuse, code: Reason | None) -> dict[str, Any]:
+    if not _decision_values:
+        return {}
+    pending_code, names, values = _decision_values.pop()
+    if pending_code is code and names == (why.name1, why.name2):
+        return values
+    return {}
 
 
 def why_no_fuse(
@@ -384,9 +437,11 @@ def why_no_fuse(
             detail = text % why.args if why.args else text
         except (TypeError, ValueError):
             detail = text
-        args = _plain(compared or {})
+        args = {**_take_decision_values(why, code), **_plain(compared or {})}
         if recorder.evaluations:
-            recorder.evaluations[0].refusals.append(Refusal(code, detail, args))
+            recorder.evaluations[0].refusals.append(
+                Refusal(code, detail, args, shows_values=bool(why.args))
+            )
             return
         if code is None:
             return
@@ -431,18 +486,27 @@ def blocked_by_placement(
 
 
 def overturned(
-    node1: BaseSchedulerNode, node2: BaseSchedulerNode, code: Reason, detail: str
+    node1: BaseSchedulerNode,
+    node2: BaseSchedulerNode,
+    code: Reason,
+    detail: str,
+    **compared: Any,
 ) -> None:
     """A check that runs after a pair's verdict (``Scheduler.can_fuse``'s
     peak-memory check on 2.15.0) refused it: the recorded verdict becomes
-    that refusal."""
+    that refusal, with the values the check compared."""
     if not rec.is_enabled():
         return
     try:
         recorder = rec.current_recorder(create=False)
         if recorder is not None:
             _amend_verdict_by_names(
-                recorder, node1.get_name(), node2.get_name(), code, detail
+                recorder,
+                node1.get_name(),
+                node2.get_name(),
+                code,
+                detail,
+                _plain(compared),
             )
     except Exception as e:
         rec.report_failure(e)
@@ -511,7 +575,10 @@ def epilogue_code(
 
 
 def _record_verdict(
-    recorder: rec.GraphRecorder, evaluation: Evaluation, fused: bool
+    recorder: rec.GraphRecorder,
+    evaluation: Evaluation,
+    fused: bool,
+    backend_refusals: list[Refusal] | None = None,
 ) -> None:
     try:
         node1, node2 = evaluation.node1, evaluation.node2
@@ -531,6 +598,7 @@ def _record_verdict(
                     else False
                 ),
                 refusals=list(evaluation.refusals),
+                backend_refusals=list(backend_refusals or []),
                 facts=_pair_facts(node1, node2, fused),
             )
         )
@@ -551,19 +619,6 @@ def _pair_facts(
     }
 
 
-def _amend_verdict(node1: Any, node2: Any, reason: Reason, detail: str) -> None:
-    recorder = rec.current_recorder(create=False)
-    if recorder is None:
-        return
-    first, second = _base_names(node1), _base_names(node2)
-    for verdict in reversed(recorder.verdicts):
-        if verdict.first == first and verdict.second == second:
-            verdict.fused = False
-            verdict.reason = reason
-            verdict.detail = detail
-            return
-
-
 def _amend_verdict_by_names(
     recorder: rec.GraphRecorder,
     name1: str,
@@ -576,8 +631,8 @@ def _amend_verdict_by_names(
         if verdict.names == (name1, name2):
             verdict.fused = False
             verdict.reason = reason
-            verdict.detail = detail
             verdict.args = dict(args or {})
+            verdict.detail = with_compared(detail, verdict.args)
             return
 
 

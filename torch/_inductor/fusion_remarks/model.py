@@ -64,6 +64,14 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+def with_compared(detail: str, compared: dict[str, Any]) -> str:
+    """A refusal's detail with the values its rule compared, as the call
+    site named them: ``"message (score 3, threshold 10)"``."""
+    if not compared:
+        return detail
+    return f"{detail} ({', '.join(f'{k} {v}' for k, v in compared.items())})"
+
+
 @dataclasses.dataclass
 class PairVerdict:
     """The outcome of the scheduler evaluating one pair of nodes."""
@@ -82,6 +90,9 @@ class PairVerdict:
     # ``common_buffers``); not serialized.  The hooks only record; the
     # analysis classifies a refused pair (``reason`` None) from these.
     refusals: list[Any] = dataclasses.field(default_factory=list)
+    # A heuristic refused first: the refusals of the device backend's own
+    # check, asked afterwards (empty where it would fuse or was not asked).
+    backend_refusals: list[Any] = dataclasses.field(default_factory=list)
     facts: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:

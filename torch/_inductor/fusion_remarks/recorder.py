@@ -71,6 +71,9 @@ class Refusal:
     # A rule that refuses silently: the check's name (the analysis words the
     # detail from it and ``args``).
     check: str | None = None
+    # The message already shows the compared values (upstream's own format
+    # arguments): the detail is not given them twice.
+    shows_values: bool = False
 
 
 @dataclasses.dataclass

@@ -174,6 +174,11 @@ class Reason(str, enum.Enum):
     # Scheduler: benchmark-based decisions.
     BENCHMARK_SLOWER = "benchmark_slower"
     REGISTER_SPILLING = "register_spilling"
+    NO_FUSIBLE_TEMPLATE_CHOICE = "no_fusible_template_choice"
+    TEMPLATE_PROLOGUE_NOT_BENCHMARKED = "template_prologue_not_benchmarked"
+    TEMPLATE_LAYOUT_CONFLICT = "template_layout_conflict"
+    ATOMIC_ADD_EPILOGUE_DISABLED = "atomic_add_epilogue_disabled"
+    ATOMIC_ADD_PROLOGUE = "atomic_add_prologue"
     # Never proposed.
     NOT_PROPOSED = "not_proposed"
     NO_COMMON_BUFFER = "no_common_buffer"
@@ -574,6 +579,26 @@ REASON_INFO: dict[Reason, tuple[Category, str]] = {
         "benchmarking showed the fused kernel slower than the two kernels",
     ),
     R.REGISTER_SPILLING: (_H, "a benchmarked kernel spills registers"),
+    R.NO_FUSIBLE_TEMPLATE_CHOICE: (
+        _H,
+        "Scheduler.speedup_by_fusion found no choice of the autotuned template to take the fusion: none of its Triton choices compiled with it, or none was judged profitable (benchmarked under config.benchmark_template_fusion, benchmark_epilogue_fusion before 2.15.0; else estimated from its registers and spills)",
+    ),
+    R.TEMPLATE_PROLOGUE_NOT_BENCHMARKED: (
+        _C,
+        "Scheduler.speedup_by_fusion tries a prologue in an autotuned template only when it benchmarks the fused choices (config.benchmark_template_fusion, benchmark_epilogue_fusion before 2.15.0), off here",
+    ),
+    R.TEMPLATE_LAYOUT_CONFLICT: (
+        _L,
+        "an input of the autotuned template has a layout another user constrains, so Scheduler.speedup_by_fusion keeps the template's ATen choice, which takes no fusion",
+    ),
+    R.ATOMIC_ADD_EPILOGUE_DISABLED: (
+        _C,
+        "an atomic-add (scatter) epilogue of a Triton template is fused only under config.epilogue_fusion_with_atomic_add, off here",
+    ),
+    R.ATOMIC_ADD_PROLOGUE: (
+        _B,
+        "a fused kernel with an atomic add cannot be benchmarked (its inputs are random), so Scheduler.speedup_by_fusion takes one only as an epilogue of an autotuned template, compiled untimed; this is a prologue",
+    ),
     R.NOT_PROPOSED: (
         _N,
         "the scheduler never evaluated this pair (the detail says why)",

@@ -107,8 +107,8 @@ _IN_PROLOGUE = (
     "InductorChoices"
 )
 _IN_SPEEDUP = (
-    "decided by Scheduler.speedup_by_fusion (config.benchmark_fusion), outside "
-    "InductorChoices"
+    "decided by Scheduler.speedup_by_fusion (config.benchmark_fusion, or an "
+    "autotuned template's choices), outside InductorChoices"
 )
 
 OUT_OF_REACH: dict[str, str] = {
@@ -120,6 +120,7 @@ OUT_OF_REACH: dict[str, str] = {
     Reason.PROLOGUE_NEEDS_UPCAST.value: _IN_PROLOGUE,
     Reason.BENCHMARK_SLOWER.value: _IN_SPEEDUP,
     Reason.REGISTER_SPILLING.value: _IN_SPEEDUP,
+    Reason.NO_FUSIBLE_TEMPLATE_CHOICE.value: _IN_SPEEDUP,
 }
 """Scheduler heuristics the check does not force, and where each is decided:
 outside ``InductorChoices``, so the extension point cannot lift them."""
