@@ -102,6 +102,14 @@ def measure(
         "violations": violations,
         "code_problems": code_problems,
         "top_reasons": reasons.most_common(6),
+        "reasons": dict(sorted(reasons.items())),
+        # heuristic refusals the device backend's own check would refuse too
+        "backend_also_refuses": sum(
+            1
+            for g in graphs
+            for b in g["boundaries"]
+            if b["args"].get("backend_also_refuses")
+        ),
         "compile_s": round(seconds, 1),
     }
 
