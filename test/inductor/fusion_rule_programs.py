@@ -731,7 +731,7 @@ UNTESTED: dict[str, str] = {
     "fused_template_prologue": "GPU only: prologue fusion is implemented for Triton templates only",
     "grouped_node": "needs distributed: grouped scheduler nodes come from compute/communication overlap",
     "extern_or_nop": "never a boundary on the CPU: the scheduler proposes no pair with an extern or nop node (Scheduler.unfusable_node), and a boundary next to an extern kernel is extern_kernel",
-    "wrong_order": "refuses only the reversed try of a template or foreach pair; a boundary reports the producer-first verdict, so it stays in evaluated_pairs",
+    "wrong_order": "refuses only the reversed try of two dependent nodes (a template or foreach pair, tried both ways); a dependency boundary reports the producer-first verdict and a shared-input boundary is never made of dependent nodes, so it stays in evaluated_pairs",
     "buffer_marked_no_fuse": "needs distributed: only comm lowerings mark buffers no-fuse",
     "device_mismatch": "needs two devices (CPU and a GPU) in one graph",
     "prologue_input_not_allowed": "GPU only: a Triton template's allowed prologue inputs",

@@ -63,14 +63,14 @@ def scaled_attention(q, k, v):
     return F.scaled_dot_product_attention(q * 2, k, v).sum()
 
 
-def compile_checked(test, fn, *args, backward=False, module=None):
+def compile_checked(test, fn, *args, backward=False, module=None, mode=None):
     """Compile ``fn`` under a capture; check every graph's crossings against
     the analysis's invariant and the generated code.  Returns the graphs and
     their wrappers' code."""
     torch._dynamo.reset()
 
     def run():
-        out = torch.compile(module or fn)(*args)
+        out = torch.compile(module or fn, mode=mode)(*args)
         if backward:
             (out.sum() if out.dim() else out).backward()
         return out
@@ -315,6 +315,55 @@ class TestCrossingsGPU(TestCase):
             if b["kernels"][1].partition(":")[2].startswith("extern_kernels.")
         ]
         self.assertTrue(into_mm)
+
+    def test_recurrent_steps_of_autotuned_templates_are_not_shared_inputs(self):
+        """Under max-autotune each step's matmul is a Triton template that
+        reads the same weights, and the scheduler tries a template pair in
+        both orders: steps a chain of kernels apart are dependent, never a
+        shared-input boundary, and no boundary is the reversed try's
+        ``wrong_order`` (the H200's GRU had 4032 such boundaries before)."""
+
+        w = torch.randn(64, 64, device=GPU_TYPE)
+        u = torch.randn(64, 64, device=GPU_TYPE)
+
+        def steps(x, h):
+            for t in range(4):
+                h = torch.tanh(x[t] @ w + h @ u)
+            return h
+
+        graphs, _ = compile_checked(
+            self,
+            steps,
+            torch.randn(4, 64, 64, device=GPU_TYPE),
+            torch.zeros(64, 64, device=GPU_TYPE),
+            mode="max-autotune-no-cudagraphs",
+        )
+        self.assertTrue(
+            any(k["kind"] == "template" for g in graphs for k in g["kernels"])
+        )
+        for graph in graphs:
+            self.assertNotIn("wrong_order", {b["reason"] for b in graph["boundaries"]})
+            later = {}  # kernel -> the kernels its buffers reach
+            for c in graph["crossings"]:
+                later.setdefault(c["producer"], set()).add(c["consumer"])
+
+            def reaches(a, b, later=later):
+                seen, todo = set(), [a]
+                while todo:
+                    for n in later.get(todo.pop(), ()):
+                        if n == b:
+                            return True
+                        if n not in seen:
+                            seen.add(n)
+                            todo.append(n)
+                return False
+
+            for b in graph["boundaries"]:
+                if b["relation"] == "shared_input":
+                    first, second = b["kernels"]
+                    self.assertFalse(
+                        reaches(first, second) or reaches(second, first), b
+                    )
 
 
 class MmReluSum(torch.nn.Module):

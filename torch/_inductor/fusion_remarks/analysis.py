@@ -592,7 +592,13 @@ def _shared_input_boundaries(
     remarks: list[Remark],
     label: str,
 ) -> list[Boundary]:
-    """Evaluated pairs of independent nodes that ended in different kernels."""
+    """Evaluated pairs of independent nodes that ended in different kernels.
+
+    A pair of which one node depends on the other is never one, in either
+    order: tried producer first it is ``vertical``, tried consumer first
+    (the scheduler tries a template or foreach node both ways) ``reversed``.
+    Nodes a chain of kernels apart, as the steps of a recurrent network
+    under max-autotune, would otherwise each be a boundary ``wrong_order``."""
     by_base: dict[str, Kernel] = {}
     for kernel in kmap.kernels:
         for name in kernel.base:
@@ -600,7 +606,12 @@ def _shared_input_boundaries(
     seen: set[tuple[str, str]] = set()
     out: list[Boundary] = []
     for verdict in reversed(recorder.verdicts):
-        if verdict.fused or verdict.reason is None or verdict.vertical:
+        if (
+            verdict.fused
+            or verdict.reason is None
+            or verdict.vertical
+            or verdict.facts.get("reversed")
+        ):
             continue
         a = by_base.get(next(iter(verdict.first)))
         b = by_base.get(next(iter(verdict.second)))

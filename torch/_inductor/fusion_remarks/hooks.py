@@ -616,6 +616,10 @@ def _pair_facts(
         "same_node": node1 is node2,
         "extern": bool(node1.is_extern() or node2.is_extern()),
         "common_buffers": sorted(node1.used_buffer_names() & node2.used_buffer_names()),
+        # node1 depends on node2: a reversed try of dependent nodes (refused
+        # as wrong_order, or earlier by a template's rules), not two
+        # independent nodes
+        "reversed": bool(getattr(node1, "ancestors", set()) & _base_names(node2)),
     }
 
 
