@@ -336,24 +336,23 @@ def _op_records(graph: Any) -> list[OpRecord]:
 
 
 def buffer_facts(graph: Any, name: str) -> dict[str, Any]:
-    """Bytes, size, stride and dtype of one buffer or graph input (size hints
-    for symbolic sizes); what is unknown is left out."""
-    from .. import release_compat
-
+    """Bytes, size, stride and dtype of one buffer or graph input (hints for
+    symbolic sizes, ``SizeVarAllocator.optimization_hint``: no guard is
+    added); what is unknown is left out."""
     out: dict[str, Any] = {}
     try:
         buf = graph.try_get_buffer(name)
         if buf is None:
             return out
-        sizevars = graph.sizevars
-        numel = release_compat.size_hint(sizevars, buf.get_numel())
-        out["bytes"] = int(numel) * buf.get_dtype().itemsize
+
+        def hint(expr: Any) -> int:
+            return int(graph.sizevars.optimization_hint(expr, fallback=0))
+
+        out["bytes"] = hint(buf.get_numel()) * buf.get_dtype().itemsize
         out["dtype"] = str(buf.get_dtype()).removeprefix("torch.")
         layout = buf.get_layout()
-        out["size"] = [int(release_compat.size_hint(sizevars, s)) for s in layout.size]
-        out["stride"] = [
-            int(release_compat.size_hint(sizevars, s)) for s in layout.stride
-        ]
+        out["size"] = [hint(s) for s in layout.size]
+        out["stride"] = [hint(s) for s in layout.stride]
     except Exception:
         pass
     return out
