@@ -366,21 +366,7 @@ def speedup_refused(
     (``code``: the check at the call site; ``compared``: the times it compared,
     for a benchmark).  A benchmark can run after the pair's verdict, when its
     compiled kernels are ready: the verdict becomes the refusal."""
-    if not rec.is_enabled():
-        return
-    try:
-        recorder = rec.current_recorder(create=False)
-        if recorder is not None:
-            _amend_verdict_by_names(
-                recorder,
-                node1.get_name(),
-                node2.get_name(),
-                code,
-                code.description,
-                _plain(compared),
-            )
-    except Exception as e:
-        rec.report_failure(e)
+    overturned(node1, node2, code, code.description, **compared)
 
 
 # The values a helper that returns only a bool compared, for its caller's
