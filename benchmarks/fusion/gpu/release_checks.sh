@@ -10,7 +10,9 @@
 #              remark coverage of the default model set in default mode (full
 #              shapes) and max-autotune-no-cudagraphs (AUTOTUNE_SHAPES, CI
 #              shapes unless set; four processes, or one a model with
-#              AUTOTUNE_EACH=1), side by side; with BEFORE=DIR (a
+#              AUTOTUNE_EACH=1), side by side (DEFAULT_MODELS and
+#              AUTOTUNE_MODELS narrow either model set; with AUTOTUNE_EACH=1
+#              an entry MODEL:STEP runs one step); with BEFORE=DIR (a
 #              copy of files of an earlier tree, paths as in the repository)
 #              the tests named by BEFORE_K also run on the tree with those
 #              files, to show a failure the current tree fixes
@@ -114,13 +116,13 @@ tests)
         test/inductor/test_one_pass_reductions_split_rows.py test/inductor/test_one_pass_reductions_kept_loops.py \
         -k "GPU or Cuda or cuda or OpInfo or Properties" >"$OUT/tests.log" 2>&1 &
     timeout "$deadline" python3 tools/fork.py run -- python3 benchmarks/fusion/coverage.py \
-        --device cuda --modes default --shapes "${SHAPES:-full}" --models "$models" \
+        --device cuda --modes default --shapes "${SHAPES:-full}" --models "${DEFAULT_MODELS:-$models}" \
         --json "$OUT/coverage_default.json" >"$OUT/coverage_default.log" 2>&1 &
     # max-autotune-no-cudagraphs: convolutions against ATen only (whole-CNN
     # autotuning takes minutes a model), in four processes (convnext_tiny and
     # bert, the longest, in one of their own)
     mkdir -p "$OUT/autotune"
-    set -- $(echo "$models" | tr , ' ')
+    set -- $(echo "${AUTOTUNE_MODELS:-$models}" | tr , ' ')
     shards="$(echo "$@" | cut -d' ' -f1-3)
 $(echo "$@" | cut -d' ' -f4-5)
 $(echo "$@" | cut -d' ' -f6-8)
@@ -134,9 +136,12 @@ $(echo "$@" | cut -d' ' -f9-)"
     while read -r part; do
         [ -n "$part" ] || continue
         shard=$((shard + 1))
+        # (AUTOTUNE_EACH=1: an entry MODEL:STEP runs that step only)
+        steps=inference,training
+        case "$part" in *:*) steps=${part#*:} part=${part%%:*} ;; esac
         TORCHINDUCTOR_MAX_AUTOTUNE_CONV_BACKENDS=ATEN timeout "$deadline" python3 tools/fork.py run -- \
             python3 benchmarks/fusion/coverage.py --device cuda --modes max-autotune-no-cudagraphs \
-            --shapes "${AUTOTUNE_SHAPES:-ci}" --models "$(echo "$part" | tr ' ' ,)" \
+            --shapes "${AUTOTUNE_SHAPES:-ci}" --models "$(echo "$part" | tr ' ' ,)" --steps "$steps" \
             --json "$OUT/autotune/part$shard.json" >"$OUT/autotune/part$shard.log" 2>&1 &
     done <<EOF
 $shards
