@@ -12,7 +12,8 @@
 #              shapes unless set; four processes, or one a model with
 #              AUTOTUNE_EACH=1), side by side (DEFAULT_MODELS and
 #              AUTOTUNE_MODELS narrow either model set; with AUTOTUNE_EACH=1
-#              an entry MODEL:STEP runs one step); with BEFORE=DIR (a
+#              an entry MODEL:STEP runs one step; CUDA_TESTS=0 runs no
+#              tests); with BEFORE=DIR (a
 #              copy of files of an earlier tree, paths as in the repository)
 #              the tests named by BEFORE_K also run on the tree with those
 #              files, to show a failure the current tree fixes
@@ -103,8 +104,9 @@ tests)
             run -- python3 -m pytest -v -p no:cacheprovider test/inductor/test_launch_bound_combo.py \
             -k "${BEFORE_K:-Cuda}" >"$OUT/before.log" 2>&1) &
     fi
-    # Every CUDA-only class; a test's own skip says why where it needs more.
-    timeout "$deadline" python3 tools/fork.py run -- python3 -m pytest -v -p no:cacheprovider \
+    # Every CUDA-only class; a test's own skip says why where it needs more
+    # (CUDA_TESTS=0 leaves them out, to give the coverage runs the machine).
+    [ "${CUDA_TESTS:-1}" = 0 ] || timeout "$deadline" python3 tools/fork.py run -- python3 -m pytest -v -p no:cacheprovider \
         -n "${WORKERS:-6}" --dist load \
         test/inductor/test_fusion_ablation.py test/inductor/test_fusion_remarks_crossings.py \
         benchmarks/fusion/test/test_fusion_benchmark_tools.py \
