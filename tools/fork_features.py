@@ -47,13 +47,10 @@ class Feature:
 FEATURES: tuple[Feature, ...] = (
     Feature(
         "plumbing",
-        "the fork's own machinery: identity, release differences; never exported",
+        "the fork's own machinery: its identity and the version patch; never exported",
         files=(
             "torch/_fork.py",
-            "torch/_inductor/release_compat.py",
-            "torch/_inductor/release_range.py",
             "test/inductor/test_fork_overlay.py",
-            "test/inductor/test_release_range.py",
         ),
         markers=(r"\b_fork\b", r"\bfork_identity\b", r"__fork__"),
     ),
@@ -97,7 +94,6 @@ FEATURES: tuple[Feature, ...] = (
             "test/inductor/test_fusion_costs.py",
             "docs/source/torch.compiler_fusion_remarks.md",
             "docs/source/torch.compiler_fusion_reason_tests.md",
-            "docs/source/torch.compiler_fusion_releases.md",
         ),
         markers=(
             r"\bfusion_hooks\b",

@@ -44,7 +44,7 @@ def release_tag_report(repo: Path, old: str, new: str) -> list[str]:
     """Release tags of the fork that hold on OLD and would switch off on NEW.
 
     Read from the sources of the fork's files under ``torch/`` and ``test/``:
-    a range (``torch/_inductor/release_range.py``) that ends (``until``)
+    a range (``torch/_inductor/fusion_remarks/releases.py``) that ends (``until``)
     after OLD and at or before NEW, which says upstream removed the rule and
     is worth a second look; and a tag that lists releases
     (``releases=("2.14.1",)``), which switches off on every release it does
@@ -73,7 +73,7 @@ def release_tag_report(repo: Path, old: str, new: str) -> list[str]:
                             lines.append(
                                 f"{where}:{node.lineno}: releases={tuple(listed)} "
                                 f"names {old} and not {new}: use a range "
-                                "(release_range.since)"
+                                "(fusion_remarks.releases.since)"
                             )
     return sorted(lines, key=lambda line: (line.split(":")[0], int(line.split(":")[1])))
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from torch._inductor import fusion_ablation, fusion_ablation_options
 from torch._inductor.fusion_remarks.taxonomy import REASON_INFO, RELEASES
-from torch._inductor.release_range import ALL_RELEASES
+from torch._inductor.fusion_remarks.releases import ALL_RELEASES
 
 
 DOCS = Path(__file__).resolve().parent.parent / "docs/source"

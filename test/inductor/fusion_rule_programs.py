@@ -30,7 +30,7 @@ from typing import Any, TYPE_CHECKING
 from unittest import mock
 
 import torch
-from torch._inductor.release_range import ALL_RELEASES, ReleaseRange, since
+from torch._inductor.fusion_remarks.releases import ALL_RELEASES, ReleaseRange, since
 
 
 if TYPE_CHECKING:

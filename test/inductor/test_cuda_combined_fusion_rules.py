@@ -17,20 +17,24 @@ from __future__ import annotations
 import types
 import unittest
 
-from torch._inductor import fusion_report, release_compat
+from torch._inductor import fusion_report
 from torch._inductor.codegen.cuda_combined_scheduling import CUDACombinedScheduling
 from torch._inductor.codegen.cutedsl.cutedsl_scheduling import CuteDSLScheduling
 from torch._inductor.codegen.cutlass.scheduling import CUTLASSScheduling
 from torch._inductor.codegen.nv_universal_gemm.nv_universal_gemm_scheduling import (
     NVUniversalGemmScheduling,
 )
-from torch._inductor.fusion_remarks import analysis, recorder as rec
+from torch._inductor.fusion_remarks import (
+    analysis,
+    recorder as rec,
+    releases as fusion_releases,
+)
 from torch._inductor.fusion_remarks.taxonomy import Reason
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.virtualized import V
 
 
-NEW_IN_2_15_0 = release_compat.release_at_least("2.15.0")
+NEW_IN_2_15_0 = fusion_releases.release_at_least("2.15.0")
 
 
 class _NoTemplate:

@@ -35,10 +35,10 @@ from torch._inductor import (
     fusion_ablation_options,
     fusion_report,
     metrics,
-    release_compat,
 )
 from torch._inductor.fusion_remarks import analysis as fusion_analysis
-from torch._inductor.release_range import release_key
+from torch._inductor.fusion_remarks import releases as fusion_releases
+from torch._inductor.fusion_remarks.releases import release_key
 from torch._inductor.test_case import run_tests, TestCase
 from torch._inductor.utils import run_and_get_code
 from torch.testing._internal.common_device_type import (
@@ -54,8 +54,8 @@ from test_fusion_remarks_opinfo import first_sample_call, opinfo_subset
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.join(HERE, "..", "..")
 
-ON_2_14_1 = release_compat.release_at_least("2.14.1")
-ON_2_15_0 = release_compat.release_at_least("2.15.0")
+ON_2_14_1 = fusion_releases.release_at_least("2.14.1")
+ON_2_15_0 = fusion_releases.release_at_least("2.15.0")
 # The FUSION_ONLY entries of the options each release added, by release.
 HELD_SINCE = {
     added.release: [
@@ -66,7 +66,7 @@ HELD_SINCE = {
 # What the running release added, and what it is compared with (None on the
 # oldest supported release).
 ADDED_HERE = next(
-    (a for a in fusion_ablation_options.ADDED if a.release == release_compat.RELEASE),
+    (a for a in fusion_ablation_options.ADDED if a.release == fusion_releases.RELEASE),
     None,
 )
 
@@ -345,7 +345,7 @@ def option_names_of(release):
 
 def not_here(entries):
     """The entries of ``entries`` whose releases exclude the running one."""
-    return [h for h in entries if not release_compat.applies_here(h.releases)]
+    return [h for h in entries if not fusion_releases.applies_here(h.releases)]
 
 
 class TestFusionOnlyPerRelease(TestCase):
@@ -359,7 +359,9 @@ class TestFusionOnlyPerRelease(TestCase):
         )
         for entry in tables:
             # a range that holds at least one supported release
-            self.assertTrue(entry.releases.of(release_compat.SUPPORTED_RELEASES), entry)
+            self.assertTrue(
+                entry.releases.of(fusion_releases.DESCRIBED_RELEASES), entry
+            )
         with torch._inductor.config.patch(fusion_only=True):
             held = [h for _, h in fusion_ablation.held_options()]
         self.assertEqual(
@@ -367,7 +369,7 @@ class TestFusionOnlyPerRelease(TestCase):
             [
                 h
                 for h in fusion_ablation.FUSION_ONLY
-                if release_compat.applies_here(h.releases)
+                if fusion_releases.applies_here(h.releases)
             ],
         )
 
@@ -396,7 +398,7 @@ class TestFusionOnlyPerRelease(TestCase):
                     [h for h in entries if h in held],
                     fusion_ablation.for_this_release(entries),
                 )
-                if not release_compat.release_at_least(release):
+                if not fusion_releases.release_at_least(release):
                     self.assertFalse(fusion_ablation.for_this_release(entries))
 
     def test_other_releases_options_are_not_applied(self):
@@ -411,7 +413,7 @@ class TestFusionOnlyPerRelease(TestCase):
             with self.subTest(option=h.option):
                 self.assertNotIn(h.option, held)
                 if h.releases.since is not None and release_key(
-                    release_compat.RELEASE
+                    fusion_releases.RELEASE
                 ) < release_key(h.releases.since):
                     # an option of a later release does not exist here
                     self.assertNotIn(h.option, running_option_names())
@@ -521,7 +523,7 @@ class TestAddedOptions(TestCase):
     def test_classification_is_consistent(self):
         releases = [added.release for added in fusion_ablation_options.ADDED]
         self.assertEqual(releases, sorted(releases, key=release_key))
-        supported = release_compat.SUPPORTED_RELEASES
+        supported = fusion_releases.DESCRIBED_RELEASES
         for added in fusion_ablation_options.ADDED:
             with self.subTest(release=added.release):
                 # compared with the supported release before it (one the fork
@@ -566,7 +568,7 @@ class TestAddedOptions(TestCase):
     def test_classified_options_exist(self):
         # The options of every release up to the running one that no release
         # since removed.
-        here = release_key(release_compat.RELEASE)
+        here = release_key(fusion_releases.RELEASE)
         expected = {
             a.option
             for added in fusion_ablation_options.ADDED
@@ -582,13 +584,13 @@ class TestAddedOptions(TestCase):
         self.assertLessEqual(stock, running_option_names())
         # The committed names of the running release, where it has a file,
         # are its own (2.11.0's and 2.14.1's).
-        own = option_names_of(release_compat.RELEASE)
+        own = option_names_of(fusion_releases.RELEASE)
         if own is not None:
             self.assertEqual(stock, own)
         if ADDED_HERE is None:
             # the oldest supported release: nothing to compare it with
             first = fusion_ablation_options.ADDED[0].release
-            self.assertLess(release_key(release_compat.RELEASE), release_key(first))
+            self.assertLess(release_key(fusion_releases.RELEASE), release_key(first))
             self.assertIsNotNone(own)
             return
         previous = option_names_of(ADDED_HERE.previous)
@@ -607,7 +609,7 @@ class TestAddedOptions(TestCase):
                 a.option
                 for added in fusion_ablation_options.ADDED
                 for a in added.options
-                if a.removed_in == release_compat.RELEASE
+                if a.removed_in == fusion_releases.RELEASE
             },
         )
         for table in (fusion_ablation.FUSION_ONLY, fusion_ablation.NO_FUSION):

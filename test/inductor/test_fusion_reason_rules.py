@@ -24,7 +24,8 @@ import unittest
 
 import torch
 import torch._dynamo
-from torch._inductor import config, fusion_report, release_compat
+from torch._inductor import config, fusion_report
+from torch._inductor.fusion_remarks import releases as fusion_releases
 from torch._inductor.test_case import run_tests, TestCase
 from torch.testing._internal.inductor_utils import HAS_CUDA_AND_TRITON
 
@@ -153,9 +154,9 @@ def _rule_test(rule):
     test.__doc__ = f"{rule.code}: {rule.why}"
     if rule.xfail is not None:
         test = unittest.expectedFailure(test)
-    if not release_compat.applies_here(rule.releases):
+    if not fusion_releases.applies_here(rule.releases):
         test = unittest.skip(
-            f"torch {release_compat.RELEASE} has no such rule "
+            f"torch {fusion_releases.RELEASE} has no such rule "
             f"(only {rule.releases.describe()})"
         )(test)
     return test
@@ -201,7 +202,7 @@ class TestReasonRuleTable(TestCase):
                 # A rule of some releases only is one the taxonomy marks so.
                 releases = fusion_report.reasons_table()[rule.code].get("releases")
                 self.assertEqual(releases or {}, rule.releases.to_json())
-                if not release_compat.applies_here(rule.releases):
+                if not fusion_releases.applies_here(rule.releases):
                     continue  # its options need not exist in this release
                 # every option named exists (config.patch refuses unknown ones)
                 for patch in (rule.patch, rule.counterfactual or {}):

@@ -30,19 +30,20 @@ PACKAGE = INDUCTOR / "fusion_remarks"
 # The layer of each module, lowest first: a module may import only modules of
 # a lower layer (fusion_report, the public face, sits above them all).
 LAYERS = {
-    "taxonomy": 0,
-    "model": 1,
-    "recorder": 2,
-    "kernels": 3,  # the kernels and their ops (recorder for its types only)
-    "backend_check": 3,  # the backend's check, asked after a heuristic refused
-    "analysis": 4,
-    "costs": 1,  # pricing boundaries (imports nothing of the package)
-    "summary": 4,  # the text summary (the pages are the fusion viewer's)
-    "graph_breaks": 6,
-    "sinks": 7,
-    "publish": 8,  # analyse a graph's records and publish its report
-    "hooks": 9,  # record only; hand a generated graph to publish
-    "": 10,  # the package __init__ (imports nothing)
+    "releases": 0,  # which releases have a code (plain data)
+    "taxonomy": 1,
+    "model": 2,
+    "recorder": 3,
+    "kernels": 4,  # the kernels and their ops (recorder for its types only)
+    "backend_check": 4,  # the backend's check, asked after a heuristic refused
+    "analysis": 5,
+    "costs": 2,  # pricing boundaries (imports nothing of the package)
+    "summary": 5,  # the text summary (the pages are the fusion viewer's)
+    "graph_breaks": 7,
+    "sinks": 8,
+    "publish": 9,  # analyse a graph's records and publish its report
+    "hooks": 10,  # record only; hand a generated graph to publish
+    "": 11,  # the package __init__ (imports nothing)
 }
 
 MAX_LINES = 800
@@ -212,8 +213,8 @@ class TestFusionRemarksLayers(TestCase):
         )
 
     def test_patched_modules_load_only_the_emitter(self):
-        """Importing the patched upstream modules loads the taxonomy, the
-        records and the hooks; the analysis, the costs, the renderers and the
+        """Importing the patched upstream modules loads the taxonomy (and the
+        release ranges it tags codes with), the records and the hooks; the analysis, the costs, the renderers and the
         sinks load only when a compile is recorded."""
         import subprocess
         import sys
@@ -241,7 +242,7 @@ class TestFusionRemarksLayers(TestCase):
         ).stdout.split()
         self.assertEqual(
             sorted(m.rsplit("fusion_remarks", 1)[1].lstrip(".") for m in loaded),
-            ["", "hooks", "model", "recorder", "taxonomy"],
+            ["", "hooks", "model", "recorder", "releases", "taxonomy"],
         )
 
     def test_the_checker_sees_imports_inside_functions(self):

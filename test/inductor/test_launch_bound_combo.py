@@ -20,7 +20,7 @@ from unittest import mock
 
 import torch
 import torch._dynamo
-from torch._inductor import config, fusion_report, launch_bound_combo, release_compat
+from torch._inductor import config, fusion_report, launch_bound_combo
 from torch._inductor.fusion_remarks import analysis as fusion_analysis
 from torch._inductor import metrics
 from torch._inductor.scheduler import ForeachKernelSchedulerNode, Scheduler
@@ -301,7 +301,7 @@ class TestLaunchBoundComboCpu(TestCase):
         self.assertEqual([groups], made)
         self.assertEqual([len(g) for g in groups], [4])
         self.assertEqual(
-            gate, 0.05 if release_compat.COMBO_GROUPS_MEMORY_GATED else None
+            gate, 0.05 if launch_bound_combo.COMBO_GROUPS_MEMORY_GATED else None
         )
         self.assertIs(
             vars(ForeachKernelSchedulerNode)["group_algorithm_for_combo_kernels"],
@@ -425,7 +425,7 @@ class TestLaunchBoundComboCuda(TestCase):
         self.assertEqual(combined["args"]["kernels"], 3)
 
     @unittest.skipUnless(
-        release_compat.COMBO_GROUPS_MEMORY_GATED
+        launch_bound_combo.COMBO_GROUPS_MEMORY_GATED
         and hasattr(config, "combo_kernel_peak_memory_pct_threshold"),
         "the peak-memory gate of upstream's combo-kernel step does not apply to "
         "the pass's groups (before 2.14.1 there is none; from 2.15.0 given "

@@ -575,12 +575,14 @@ class TestReleaseLists(unittest.TestCase):
 
         repo = TOOLS.parent
         expected = set(fork.SUPPORTED_RELEASES)
-        compat = ast.parse((repo / "torch/_inductor/release_compat.py").read_text())
+        compat = ast.parse(
+            (repo / "torch/_inductor/fusion_remarks/releases.py").read_text()
+        )
         values = [
             ast.literal_eval(node.value)
             for node in ast.walk(compat)
             if isinstance(node, ast.AnnAssign)
-            and getattr(node.target, "id", None) == "SUPPORTED_RELEASES"
+            and getattr(node.target, "id", None) == "DESCRIBED_RELEASES"
         ]
         self.assertEqual([set(v) for v in values], [expected])
         make = re.search(

@@ -304,7 +304,7 @@ class TestNames(PortTestCase):
     def test_release_tags_that_would_switch_off(self) -> None:
         write(
             self.repo / "test" / "programs.py",
-            "from torch._inductor.release_range import ReleaseRange, since, until\n"
+            "from torch._inductor.fusion_remarks.releases import ReleaseRange, since, until\n"
             "A = Rule('a', releases=since('2.14.1'))\n"
             "B = Rule('b', releases=until('2.15.0'))\n"
             "C = Rule('c', releases=('2.14.1',))\n"

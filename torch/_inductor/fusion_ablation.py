@@ -39,11 +39,16 @@ from typing import Any, TYPE_CHECKING
 
 import torch
 
-from . import release_compat
 from .fusion_remarks import recorder as fusion_recorder
 from .fusion_remarks.model import Remark
 from .fusion_remarks.taxonomy import Kind, Reason, Stage
-from .release_range import ALL_RELEASES, ReleaseRange, since, until
+from .fusion_remarks.releases import (
+    ALL_RELEASES,
+    applies_here,
+    ReleaseRange,
+    since,
+    until,
+)
 
 
 if TYPE_CHECKING:
@@ -71,7 +76,7 @@ class HeldOption:
     value: Any  # the value while the switch is on
     optimization: str  # what the option does, in words
     why: str  # why it counts as a non-fusion optimization (or as fusion)
-    # The torch releases that have the option (release_range.py): an option
+    # The torch releases that have the option (fusion_remarks/releases.py): an option
     # a release lacks is held only on the releases that have it, and a new
     # release inherits it unless upstream removed it.
     releases: ReleaseRange = ALL_RELEASES
@@ -436,7 +441,7 @@ def _switch(name: str) -> bool:
 
 def for_this_release(held: Sequence[HeldOption]) -> list[HeldOption]:
     """The entries of ``held`` that apply to the running torch release."""
-    return [h for h in held if release_compat.applies_here(h.releases)]
+    return [h for h in held if applies_here(h.releases)]
 
 
 def held_options() -> list[tuple[str, HeldOption]]:

@@ -110,8 +110,6 @@ FORK_MODULES: tuple[str, ...] = (
     "torch._inductor.one_pass_reduction_remarks",
     "torch._inductor.one_pass_reduction_rows",
     "torch._inductor.one_pass_reduction_split_rows",
-    "torch._inductor.release_compat",
-    "torch._inductor.release_range",
 )
 
 _TRUE = ("1", "true")

@@ -60,8 +60,9 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
-from . import config, release_compat
+from . import config
 from .fusion_remarks import hooks as fusion_hooks, recorder as fusion_recorder
+from .fusion_remarks.releases import release_at_least
 from .fusion_remarks.model import Remark
 from .fusion_remarks.taxonomy import Kind, Reason, Stage
 
@@ -135,7 +136,13 @@ def _candidates(
         on_gpu.append(node)
     by_context: dict[object, list[BaseSchedulerNode]] = {}
     for node in ForeachKernelSchedulerNode.combinable_nodes(on_gpu):
-        key = (node.get_device(), *release_compat.combo_context(scheduler, node))
+        # one combo kernel combines only nodes of one CUDA stream and one
+        # memory pool (Scheduler.get_node_stream, Scheduler.node_to_mempool)
+        key = (
+            node.get_device(),
+            scheduler.get_node_stream(node),
+            scheduler.node_to_mempool.get(node),
+        )
         by_context.setdefault(key, []).append(node)
     return by_context
 
@@ -187,12 +194,43 @@ def create_combo_kernel_nodes(scheduler: Scheduler) -> None:
     record_combo_outcome(scheduler, groups)
 
 
+# Options of upstream's combo-kernel step (Scheduler.create_combo_kernel_nodes)
+# that may split or refuse a group, and the value at which each is off.
+_COMBO_STEP_GATES_OFF: dict[str, object] = {
+    "benchmark_combo_kernel": False,
+    "combo_kernel_max_distance": -1,
+    "combo_kernel_peak_memory_pct_threshold": None,
+    "combo_kernel_peak_memory_increase_gb": None,
+}
+
+# 2.15.0 rewrote the combo-kernel step: groups handed to it (the pass's, as a
+# custom grouping callback's) take its path without the distance window and
+# the peak-memory gate, which only its own grouping has.
+COMBO_GROUPS_MEMORY_GATED: bool = not release_at_least("2.15.0")
+
+
+def combo_step_gates() -> dict[str, object]:
+    """The gates of upstream's combo-kernel step that are on for the pass's
+    groups, by option name, with their values: what may have left a group's
+    kernels apart."""
+    gates: dict[str, object] = {}
+    for name, off in _COMBO_STEP_GATES_OFF.items():
+        if not COMBO_GROUPS_MEMORY_GATED and name != "benchmark_combo_kernel":
+            continue
+        value = getattr(config, name, off)
+        if name == "combo_kernel_max_distance" and value < 0:
+            continue
+        if value != off:
+            gates[name] = value
+    return gates
+
+
 @contextlib.contextmanager
 def _grouping_callback(groups: list[list[BaseSchedulerNode]]) -> Iterator[None]:
     """``groups`` as upstream's grouping callback for one combo-kernel step.
 
     From 2.15.0 the step's peak-memory gating collects its own candidates and
-    ignores a callback (``release_compat.COMBO_GROUPS_MEMORY_GATED``), so
+    ignores a callback (:data:`COMBO_GROUPS_MEMORY_GATED`), so
     there the gating is off for the step, as upstream's docstring of
     ``set_group_algorithm_for_combo_kernels`` asks of a custom grouping.
     """
@@ -201,7 +239,7 @@ def _grouping_callback(groups: list[list[BaseSchedulerNode]]) -> Iterator[None]:
     # as stored (a staticmethod until a callback is registered), to restore
     previous = vars(ForeachKernelSchedulerNode)["group_algorithm_for_combo_kernels"]
     gating_off: dict[str, object] = {}
-    if not release_compat.COMBO_GROUPS_MEMORY_GATED:
+    if not COMBO_GROUPS_MEMORY_GATED:
         gating_off = {
             "combo_kernel_peak_memory_increase_gb": None,
             "combo_kernel_peak_memory_pct_threshold": None,
@@ -346,7 +384,7 @@ def _record_outcome(
 
 def _record_refused(refused: list[BaseSchedulerNode], group_size: int) -> None:
     names = tuple(n.get_name() for n in refused)
-    gates = release_compat.combo_step_gates()
+    gates = combo_step_gates()
     shown = ", ".join(f"{k}={v}" for k, v in gates.items()) or "none configured"
     fusion_hooks.record_pass_remark(
         Remark(

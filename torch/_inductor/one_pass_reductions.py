@@ -71,7 +71,6 @@ from . import (
     one_pass_reduction_remarks,
     one_pass_reduction_rows as kernel_rows,
     one_pass_reduction_split_rows,
-    release_compat,
 )
 from .fusion_remarks.taxonomy import Reason
 from .one_pass_reduction_decision import (
@@ -177,6 +176,16 @@ def with_exp_form(
     )
 
 
+def scalar_accumulators_on() -> bool:
+    """2.15.0's ``config.triton.scalar_accumulators`` (on by default): a
+    large looped online softmax reduces each block to per-row scalars before
+    it combines them (``online_softmax_reduce_scalar_combine``), so the
+    per-element combine that the lean helper replaces is not emitted.  Strict
+    signed zeros keep upstream's vector path.  (2.14.1 has no such option.)"""
+    on = bool(getattr(config.triton, "scalar_accumulators", False))
+    return on and not config.strict_signed_zero
+
+
 def uses_lean_combine(decision: Decision, allowed: bool) -> bool:
     """Whether a looped online softmax the pass configures folds each
     element in with ``triton_helpers.online_softmax_combine_lean`` (the
@@ -196,7 +205,7 @@ def uses_lean_combine(decision: Decision, allowed: bool) -> bool:
     combine to replace: the pass leaves upstream's helper, and its remark
     does not claim the lean one.
     """
-    if release_compat.scalar_accumulators_on() or decision.rsplit > 1:
+    if scalar_accumulators_on() or decision.rsplit > 1:
         return False
     return allowed and decision.online and decision.loop_block is not None
 
@@ -378,7 +387,7 @@ def _kernel_kwargs(
         element_bytes=element_bytes,
         gathers=row is not None and kernel_rows.gathers(nodes, numel, row),
         rsplit=rsplit,
-        scalar_accumulators=release_compat.scalar_accumulators_on(),
+        scalar_accumulators=scalar_accumulators_on(),
         sums_only=kernel_rows.sums_only(nodes),
         sums_on_chip=bool(config.one_pass_reductions_sums_on_chip),
         wide_rows_on_chip=bool(config.one_pass_reductions_wide_rows_on_chip),
@@ -406,7 +415,7 @@ def _kernel_kwargs(
             decision,
             kernel_rows.row_long_itemsizes(nodes, numel, row),
             aligned=bool(config.one_pass_reductions_aligned_loads),
-            scalar_accumulators=release_compat.scalar_accumulators_on(),
+            scalar_accumulators=scalar_accumulators_on(),
         )
         decision = one_pass_reduction_aligned_loops.two_input_loop(
             decision,

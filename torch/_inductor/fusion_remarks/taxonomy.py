@@ -5,14 +5,14 @@ Kinds, categories and stages of a remark (``DESIGN.md`` section 3) and the
 enum (``fusion_report_schema.json``) and the docs table
 (``docs/source/torch.compiler_fusion_remarks.md``, ``tools/update_fusion_docs.py``)
 are generated and tested.  The bottom layer of the package: it imports nothing
-of Inductor but the plain release-range type (``release_range.py``).
+of Inductor but the plain release-range type (``releases.py``).
 """
 
 from __future__ import annotations
 
 import enum
 
-from ..release_range import ReleaseRange, since
+from .releases import ReleaseRange, since
 
 
 class Kind(str, enum.Enum):
@@ -720,7 +720,7 @@ del R
 
 
 # Codes whose rule exists in some torch releases only: the releases that have
-# it, as a range (release_range.py), so that a new release inherits a rule
+# it, as a range (releases.py), so that a new release inherits a rule
 # upstream has not removed.  Every code not listed is decided in every release.
 RELEASES: dict[Reason, ReleaseRange] = {
     Reason.PROLOGUE_NOT_ACCEPTED: since("2.14.1"),

@@ -1,23 +1,41 @@
-"""Which torch releases have a rule or an option: a range, not a list.
+"""Which torch releases have a reason code, a rule or an option: a range.
 
-The fork tags the reason codes, held options and rule programs that exist in
-some releases only.  A tag that lists releases (``("2.14.1",)``) silently
+The remarks tag the reason codes, held options and rule programs that exist
+in some releases only.  A tag that lists releases (``("2.14.1",)``) silently
 switches its entry off on the next release, although upstream rarely removes
 a rule; a range says what is known instead: the first release that has the
 rule (``since``) and, once upstream removes it, the first that no longer has
 it (``until``).  A new release inherits every entry whose range is open.
 
-Plain data with no imports of torch, so that the bottom layers (the reason
-taxonomy) can use it; ``release_compat.applies_here`` asks it about the
-running release.
+Plain data: the only import is ``torch.version``, a module of constants, so
+that the bottom layer (the reason taxonomy) can use it.  :func:`applies_here`
+and :func:`release_at_least` ask it about the running release; code that must
+behave differently on two releases asks them rather than compare version
+strings of its own.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from torch.version import __version__ as _torch_version
 
-__all__ = ["ALL_RELEASES", "ReleaseRange", "release_key", "since", "until"]
+
+__all__ = [
+    "ALL_RELEASES",
+    "DESCRIBED_RELEASES",
+    "RELEASE",
+    "ReleaseRange",
+    "applies_here",
+    "release_at_least",
+    "release_key",
+    "since",
+    "until",
+]
+
+# The releases whose rules and options the tags were checked against, oldest
+# first (each tag must hold one of them).
+DESCRIBED_RELEASES: tuple[str, ...] = ("2.14.1", "2.15.0")
 
 
 def release_key(release: str) -> tuple[int, ...]:
@@ -88,3 +106,17 @@ def since(release: str) -> ReleaseRange:
 def until(release: str) -> ReleaseRange:
     """A rule or option upstream removed in ``release``."""
     return ReleaseRange(until=release)
+
+
+# The release this process runs on (``"2.15.0+cu132"`` -> ``"2.15.0"``).
+RELEASE: str = str(_torch_version).split("+")[0]
+
+
+def release_at_least(release: str) -> bool:
+    """True on ``release`` and later ones."""
+    return release_key(RELEASE) >= release_key(release)
+
+
+def applies_here(releases: ReleaseRange) -> bool:
+    """Whether an entry tagged with ``releases`` applies to the running release."""
+    return RELEASE in releases

@@ -1,15 +1,17 @@
 # Owner(s): ["module: inductor"]
 """Release tags as ranges: a new release inherits what upstream has not removed."""
 
-from torch._inductor import fusion_ablation, fusion_report, release_compat
-from torch._inductor.fusion_remarks.taxonomy import RELEASES
-from torch._inductor.release_range import (
+import torch
+from torch._inductor import fusion_report
+from torch._inductor.fusion_remarks import releases as fusion_releases
+from torch._inductor.fusion_remarks.releases import (
     ALL_RELEASES,
     release_key,
     ReleaseRange,
     since,
     until,
 )
+from torch._inductor.fusion_remarks.taxonomy import RELEASES
 from torch._inductor.test_case import run_tests, TestCase
 
 
@@ -48,16 +50,21 @@ class TestReleaseRange(TestCase):
         self.assertEqual(since("2.14.1").to_json(), {"since": "2.14.1"})
         self.assertEqual(ALL_RELEASES.to_json(), {})
 
-    def test_tags_hold_a_supported_release(self):
-        """Every tagged code and held option applies to some supported
-        release; the reasons table says the same range."""
+    def test_tags_hold_a_described_release(self):
+        """Every tagged code applies to some release the tags were checked
+        against; the reasons table says the same range."""
         table = fusion_report.reasons_table()
         for reason, releases in RELEASES.items():
-            self.assertTrue(releases.of(release_compat.SUPPORTED_RELEASES), reason)
+            self.assertTrue(releases.of(fusion_releases.DESCRIBED_RELEASES), reason)
             self.assertEqual(table[reason.value]["releases"], releases.to_json())
-        for held in fusion_ablation.FUSION_ONLY:
-            self.assertIsInstance(held.releases, ReleaseRange)
-            self.assertTrue(held.releases.of(release_compat.SUPPORTED_RELEASES))
+
+    def test_the_running_release(self):
+        """The running release is the installed torch's, without its local
+        part, and the questions about it follow its ranges."""
+        self.assertEqual(fusion_releases.RELEASE, torch.__version__.split("+")[0])
+        self.assertTrue(fusion_releases.release_at_least(fusion_releases.RELEASE))
+        self.assertTrue(fusion_releases.applies_here(since(fusion_releases.RELEASE)))
+        self.assertFalse(fusion_releases.applies_here(until(fusion_releases.RELEASE)))
 
 
 if __name__ == "__main__":
