@@ -93,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         "export", help="write the change as a git-am patch series and verify it applies"
     )
     p.add_argument("out")
+    p.add_argument(
+        "--no-tests",
+        action="store_true",
+        help="verify each stack's commits (git am, imports) but not its tests",
+    )
     sub.add_parser(
         "activate", help="put the overlay first on this virtualenv's sys.path"
     )
@@ -194,7 +199,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"apply with no fuzz; {len(fork.new_files())} new files linked; no unrefreshed edits"
             )
         elif args.cmd == "export":
-            return fork_export.export_command(fork, Path(args.out))
+            return fork_export.export_command(
+                fork, Path(args.out), tests=not args.no_tests
+            )
         elif args.cmd == "activate":
             print(f"activated: {activate(fork)}")
         elif args.cmd == "install":

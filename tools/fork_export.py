@@ -9,9 +9,13 @@ stack's commits add its new modules (a few per commit, at most about
 :data:`MAX_CHANGED_LINES` changed lines outside tests), then its hooks in
 upstream files (its layer of each patched file), then its tests and docs.
 
-Every stack is verified with ``git am`` on a tree of the release's pristine
-sources with the stacks before it applied (the remarks stack on the pristine
-tree alone), and the files it leaves are compared with the fork's layers.
+Every stack is verified on a tree of the release's pristine sources with only
+the stacks it needs applied (:mod:`fork_export_verify`): ``git am``, an import
+of the scheduler, the patched upstream modules and the stack's modules at
+every commit, the files it leaves compared with the fork's layers, and its
+own tests at its last commit, run against that tree.  What a stack needs is
+computed from its hunks and imports (:func:`fork_export_verify.stack_needs`);
+a stack that would need fork plumbing is an error.
 Fork plumbing (:data:`FORK_ONLY`, the ``plumbing`` feature: the fork's
 identity, the version patch, the overlay test, release differences) is never
 exported.  ``INDEX.md`` beside the stacks gives each stack's size and its
@@ -28,6 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import fork_export_verify as verify
 import fork_overlay as fork_tool
 from fork_features import FEATURES, owner_of
 from import_graph import import_graph
@@ -71,6 +76,8 @@ class Stack:
     needs: tuple[str, ...]
     commits: list[Commit]
     paths: list[Path] = dataclasses.field(default_factory=list)
+    tests: list[str] = dataclasses.field(default_factory=list)
+    modules: list[str] = dataclasses.field(default_factory=list)
 
 
 def _changed(diff: str) -> int:
@@ -160,14 +167,29 @@ def plan_stacks(fork: fork_tool.Fork) -> tuple[list[Stack], dict[str, list[str]]
             layer_diffs.setdefault(layer.feature, []).append(
                 (rel, make_patch(rel, before, after))
             )
+    exported = [
+        f.name
+        for f in FEATURES
+        if f.name not in NEVER_EXPORTED
+        and (files.get(f.name) or layer_diffs.get(f.name))
+    ]
+    try:
+        needs = verify.stack_needs(
+            exported,
+            files,
+            layer_diffs,
+            import_graph(fork.repo),
+            owner_of,
+            NEVER_EXPORTED,
+        )
+    except verify.VerifyError as e:
+        raise fork_tool.ForkError(str(e)) from None
     stacks: list[Stack] = []
     for feature in FEATURES:
-        if feature.name in NEVER_EXPORTED:
+        if feature.name not in exported:
             continue
         owned = files.get(feature.name, [])
         hooks = layer_diffs.get(feature.name, [])
-        if not owned and not hooks:
-            continue
         modules = dependency_order([f for f in owned if f.startswith("torch/")])
         tests = [f for f in owned if f.startswith("test/")]
         docs = [f for f in owned if f.startswith("docs/")]
@@ -269,7 +291,13 @@ def plan_stacks(fork: fork_tool.Fork) -> tuple[list[Stack], dict[str, list[str]]
             )
         stacks.append(
             Stack(
-                len(stacks) + 1, feature.name, feature.summary, feature.needs, commits
+                len(stacks) + 1,
+                feature.name,
+                feature.summary,
+                needs[feature.name],
+                commits,
+                tests=tests,
+                modules=[m for m in modules if m.endswith(".py")],
             )
         )
     return stacks, states
@@ -395,7 +423,7 @@ def pull_request_text(fork: fork_tool.Fork, stack: Stack) -> str:
     )
     largest = max(stack.commits, key=lambda c: c.changed_lines(tests=False))
     needs = (
-        f"Applies on top of stacks {', '.join(stack.needs)} (and those before it)."
+        f"Applies on top of stacks {', '.join(stack.needs)}, and needs no other."
         if stack.needs
         else "Applies on the release on its own."
     )
@@ -419,8 +447,9 @@ def pull_request_text(fork: fork_tool.Fork, stack: Stack) -> str:
     )
 
 
-def export_series(fork: fork_tool.Fork, out: Path) -> list[Stack]:
-    """Write every feature's stack and verify each with ``git am``."""
+def export_series(fork: fork_tool.Fork, out: Path, tests: bool = True) -> list[Stack]:
+    """Write every feature's stack and verify each on the pristine release
+    with the stacks it needs (its tests too, unless ``tests`` is False)."""
     out = out.resolve()
     if fork_tool.inside(out, fork.repo) and not fork_tool.inside(
         out, fork.repo / "build"
@@ -442,7 +471,7 @@ def export_series(fork: fork_tool.Fork, out: Path) -> list[Stack]:
         (out / f"{stack.number:02d}-{stack.feature}" / "PULL_REQUEST.md").write_text(
             pull_request_text(fork, stack), encoding="utf-8"
         )
-    verify_stacks(fork, stacks, states)
+    verify_stacks(fork, stacks, states, tests=tests)
     (out / "INDEX.md").write_text(index_text(fork, stacks), encoding="utf-8")
     return stacks
 
@@ -452,15 +481,17 @@ def index_text(fork: fork_tool.Fork, stacks: list[Stack]) -> str:
         f"# The fusion fork as pull-request stacks, against torch {fork.release}",
         "",
         "Written by `make export` (`tools/fork.py export`); each stack verified "
-        "with `git am` on the pristine sources with the stacks before it applied.",
+        "on the pristine sources with only the stacks it needs applied: `git am`, "
+        "imports at every commit, its tests at its last.",
         "",
-        "| stack | commits | changed lines | outside tests | largest commit (outside tests) |",
-        "|---|---:|---:|---:|---|",
+        "| stack | needs | commits | changed lines | outside tests | largest commit (outside tests) |",
+        "|---|---|---:|---:|---:|---|",
     ]
     for s in stacks:
         largest = max(s.commits, key=lambda c: c.changed_lines(tests=False))
         rows.append(
-            f"| {s.number:02d}-{s.feature} | {len(s.commits)} | "
+            f"| {s.number:02d}-{s.feature} | {', '.join(s.needs) or 'none'} | "
+            f"{len(s.commits)} | "
             f"{sum(c.changed_lines() for c in s.commits)} | "
             f"{sum(c.changed_lines(tests=False) for c in s.commits)} | "
             f"{largest.changed_lines(tests=False)}: {largest.title} |"
@@ -469,57 +500,82 @@ def index_text(fork: fork_tool.Fork, stacks: list[Stack]) -> str:
 
 
 def verify_stacks(
-    fork: fork_tool.Fork, stacks: list[Stack], states: dict[str, list[str]]
+    fork: fork_tool.Fork,
+    stacks: list[Stack],
+    states: dict[str, list[str]],
+    tests: bool = True,
 ) -> None:
-    """``git am`` each stack on a tree of pristine sources with the earlier
-    stacks applied; after each, every patched file equals its layers' state."""
+    """Each stack on a tree of pristine sources with only the stacks it needs
+    applied (see :mod:`fork_export_verify`); a failure is a ForkError of one
+    line naming the stack and the commit."""
     layered = fork.patched_files()
+    by_name = {s.feature: s for s in stacks}
+    upstream = [
+        verify.module_name(rel)
+        for rel in states
+        if rel.startswith("torch/") and rel.endswith(".py") and rel not in FORK_ONLY
+    ]
     with tempfile.TemporaryDirectory(prefix="fork-export-") as tmp:
-        tree = Path(tmp)
-        for rel in states:
-            dst = tree / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(fork.pristine_file(rel), dst)
-        git = [
-            "git",
-            "-C",
-            str(tree),
-            "-c",
-            "user.name=fork",
-            "-c",
-            "user.email=fork@localhost",
-            "-c",
-            "commit.gpgsign=false",
-        ]
-        _git([*git, "init", "-q"])
-        _git([*git, "add", "-A"])
-        _git([*git, "commit", "-q", "--allow-empty", "-m", "pristine sources"])
-        applied: set[str] = set(NEVER_EXPORTED)
         for stack in stacks:
-            result = subprocess.run(
-                [*git, "am", "-q", *map(str, stack.paths)],
-                capture_output=True,
-                text=True,
-            )
-            if result.returncode:
-                raise fork_tool.ForkError(
-                    f"`git am` of stack {stack.number:02d}-{stack.feature} failed:\n"
-                    f"{result.stdout}{result.stderr}"
-                )
-            applied.add(stack.feature)
+            name = f"{stack.number:02d}-{stack.feature}"
+            tree = Path(tmp) / name / "tree"
+            root = Path(tmp) / name / "import-root"
+            for rel in states:
+                dst = tree / rel
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(fork.pristine_file(rel), dst)
+            for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "pristine"]):
+                if verify.git(tree, *args).returncode:
+                    raise fork_tool.ForkError(f"git {args[0]} failed in {tree}")
+            for need in stack.needs:
+                result = verify.git(tree, "am", "-q", *map(str, by_name[need].paths))
+                if result.returncode:
+                    raise fork_tool.ForkError(
+                        f"stack {name}: `git am` of the stack it needs, {need}, "
+                        f"failed on the pristine release: {result.stderr.strip()}"
+                    )
+            for number, (commit, path) in enumerate(zip(stack.commits, stack.paths), 1):
+                where = f"stack {name}, commit {number} ({commit.title})"
+                result = verify.git(tree, "am", "-q", str(path))
+                if result.returncode:
+                    raise fork_tool.ForkError(
+                        f"{where}: `git am` failed on the pristine release with "
+                        f"{', '.join(stack.needs) or 'no other stack'}: "
+                        f"{(result.stdout + result.stderr).strip()}"
+                    )
+                verify.make_import_root(tree, fork.pristine.parent, root)
+                present = [m for m in stack.modules if (tree / m).is_file()]
+                modules = [
+                    "torch._inductor.scheduler",
+                    *upstream,
+                    *(verify.module_name(m) for m in present),
+                ]
+                problem = verify.check_imports(tree, root, list(dict.fromkeys(modules)))
+                if problem:
+                    raise fork_tool.ForkError(
+                        f"{where}: an import fails on the pristine release with "
+                        f"{', '.join(stack.needs) or 'no other stack'}: {problem}"
+                    )
+            applied = {*stack.needs, stack.feature}
             for rel, file_layers in layered.items():
                 # The state after the last layer of an applied feature (plumbing
-                # stays out of the tree: its layers must not be counted).
+                # stays out of the tree: its layers are never counted).
                 expected = fork.read_pristine(rel)
                 for layer, after in zip(file_layers, states[rel][1:]):
-                    if layer.feature in NEVER_EXPORTED:
-                        continue
                     if layer.feature in applied:
                         expected = after
                 if (tree / rel).read_text(encoding="utf-8") != expected:
                     raise fork_tool.ForkError(
-                        f"after `git am` of stack {stack.feature}, {rel} differs from "
-                        "the fork's layers"
+                        f"stack {name}: after `git am`, {rel} differs from the "
+                        "fork's layers"
+                    )
+            if tests and stack.tests:
+                runnable = [t for t in stack.tests if Path(t).name.startswith("test_")]
+                failed = verify.run_tests(tree, root, runnable)
+                if failed:
+                    raise fork_tool.ForkError(
+                        f"stack {name}: its tests fail on the pristine release with "
+                        f"{', '.join(stack.needs) or 'no other stack'}: {failed}"
                     )
 
 
@@ -529,10 +585,10 @@ def _git(cmd: list[str]) -> None:
         raise fork_tool.ForkError(f"{' '.join(cmd)} failed:\n{result.stderr}")
 
 
-def export_command(fork: fork_tool.Fork, out: Path) -> int:
+def export_command(fork: fork_tool.Fork, out: Path, tests: bool = True) -> int:
     """``tools/fork.py export``: errors are one line and exit status 2."""
     try:
-        stacks = export_series(fork, out)
+        stacks = export_series(fork, out, tests=tests)
     except fork_tool.ForkError as e:
         print(f"tools/fork.py: error: {e}", file=sys.stderr)
         return 2
@@ -540,10 +596,18 @@ def export_command(fork: fork_tool.Fork, out: Path) -> int:
         largest = max(c.changed_lines(tests=False) for c in stack.commits)
         print(
             f"stack {stack.number:02d}-{stack.feature}: {len(stack.commits)} commits, "
-            f"largest {largest} changed lines outside tests"
+            f"largest {largest} changed lines outside tests; needs "
+            f"{', '.join(stack.needs) or 'nothing'}"
         )
+        for number, commit in enumerate(stack.commits, 1):
+            print(
+                f"  {number:2d}. {commit.changed_lines():5d} changed lines "
+                f"({commit.changed_lines(tests=False)} outside tests)  {commit.title}"
+            )
     print(
-        f"wrote {len(stacks)} stacks to {out.resolve()}; each `git am` on the "
-        "pristine sources with the stacks before it succeeded"
+        f"wrote {len(stacks)} stacks to {out.resolve()}; each applied, imported at "
+        "every commit"
+        + (" and passed its tests" if tests else "")
+        + " on the pristine sources with only the stacks it needs"
     )
     return 0

@@ -47,7 +47,7 @@ class TestExport(FakeForkTestCase):
         pr = (out_dir / "01-remarks/PULL_REQUEST.md").read_text()
         self.assertIn("Against `v2.14.1`", pr)
         self.assertIn("When it is off:", pr)
-        self.assertIn("| 01-remarks | 3 |", (out_dir / "INDEX.md").read_text())
+        self.assertIn("| 01-remarks | none | 3 |", (out_dir / "INDEX.md").read_text())
         # Independently of the tool's own verification: git am on a fresh tree.
         tree = Path(self._tmp.name) / "upstream"
         write(
@@ -101,6 +101,88 @@ class TestExport(FakeForkTestCase):
         self.assertIn("scheduler.py", joined)
         self.assertNotIn("torch/_fork.py", joined)
         self.assertNotIn("torch/version.py", joined)
+
+    def export(self) -> tuple[int, str]:
+        self.assertEqual(self.cli("build")[0], 0)
+        return self.cli("export", str(Path(self._tmp.name) / "series"))
+
+    def test_a_stack_importing_fork_plumbing_is_refused(self) -> None:
+        """The export of 91989bd: the remarks imported the fork's release
+        plumbing, which is never exported, so its stack broke torch."""
+        write(self.repo / "torch/_fork.py", "FORK_INFO = None\n")
+        write(
+            self.repo / "torch/_inductor/fusion_remarks/core.py",
+            "from torch import _fork\n",
+        )
+        code, out = self.export()
+        self.assertEqual(code, 2, out)
+        self.assertIn(
+            "stack remarks: torch/_inductor/fusion_remarks/core.py imports "
+            "torch/_fork.py, which is fork plumbing",
+            out,
+        )
+
+    def test_every_commit_imports_on_the_pristine_release(self) -> None:
+        """A module the overlay imports but the pristine release with the
+        stack's commits cannot (it needs a name a later stack's layer adds)
+        fails the export at the commit that adds it."""
+        rel = "torch/_inductor/scheduler.py"
+        self.assertEqual(self.cli("build")[0], 0)
+        self.assertEqual(self.cli("edit", rel)[0], 0)
+        path = self.overlay_file(rel)
+        path.write_text(path.read_text() + "ablation = True\n")
+        self.assertEqual(self.cli("refresh", "--feature", "ablation", rel)[0], 0)
+        write(
+            self.repo / "torch/_inductor/fusion_report.py",
+            "from torch._inductor.scheduler import ablation\n",
+        )
+        code, out = self.cli(
+            "run", "--", sys.executable, "-c", "import torch._inductor.fusion_report"
+        )
+        self.assertEqual(code, 0, out)  # the overlay has every layer
+        code, out = self.export()
+        self.assertEqual(code, 2, out)
+        self.assertIn("stack 01-remarks, commit 1 (", out)
+        self.assertIn("an import fails on the pristine release", out)
+        self.assertIn("cannot import name 'ablation'", out)
+
+    def test_the_stacks_tests_run_against_its_tree(self) -> None:
+        write(
+            self.repo / "test/inductor/test_fusion_remarks_core.py",
+            "import torch._inductor.scheduler as s\n\n"
+            "def test_hooked():\n    assert s.hooked\n\n"
+            "def test_stock():\n    assert s.hook() == 'stock'\n",
+        )
+        code, out = self.export()
+        self.assertEqual(code, 2, out)
+        self.assertIn("stack 01-remarks: its tests fail on the pristine release", out)
+        self.assertIn("test_stock", out)
+        self.assertEqual(
+            self.cli("export", "--no-tests", str(Path(self._tmp.name) / "s"))[0], 0
+        )
+
+    def test_needs_come_from_hunks_and_imports(self) -> None:
+        """A stack needs the stacks whose layers its hunks were made on, and
+        those owning what it imports; it is verified on those alone."""
+        write(self.repo / "torch/_inductor/fusion_remarks/core.py", "REMARKS = 1\n")
+        write(
+            self.repo / "torch/_inductor/launch_bound_combo.py",
+            "from torch._inductor.fusion_remarks import core\n",
+        )
+        write(self.repo / "torch/_inductor/one_pass_reductions.py", "ONE = 1\n")
+        code, out = self.export()
+        self.assertEqual(code, 0, out)
+        self.assertIn("stack 02-one_pass: 1 commits", out)
+        self.assertIn(
+            "needs nothing", out.split("stack 02-one_pass")[1].splitlines()[0]
+        )
+        combo = out.split("stack 03-launch_bound_combo")[1].splitlines()[0]
+        self.assertIn("needs remarks", combo)
+        series = Path(self._tmp.name) / "series"
+        self.assertIn(
+            "Applies on top of stacks remarks, and needs no other.",
+            (series / "03-launch_bound_combo/PULL_REQUEST.md").read_text(),
+        )
 
     def test_export_refuses_a_tracked_location(self) -> None:
         code, out = self.cli("export", str(self.repo / "patches-out"))
