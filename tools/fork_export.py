@@ -515,6 +515,7 @@ def verify_stacks(
         for rel in states
         if rel.startswith("torch/") and rel.endswith(".py") and rel not in FORK_ONLY
     ]
+    failures: list[str] = []
     with tempfile.TemporaryDirectory(prefix="fork-export-") as tmp:
         for stack in stacks:
             name = f"{stack.number:02d}-{stack.feature}"
@@ -573,10 +574,13 @@ def verify_stacks(
                 runnable = [t for t in stack.tests if Path(t).name.startswith("test_")]
                 failed = verify.run_tests(tree, root, runnable)
                 if failed:
-                    raise fork_tool.ForkError(
+                    failures.append(
                         f"stack {name}: its tests fail on the pristine release with "
                         f"{', '.join(stack.needs) or 'no other stack'}: {failed}"
                     )
+        if failures:
+            # every stack's tests ran: one line for each that failed
+            raise fork_tool.ForkError("\n".join(failures))
 
 
 def _git(cmd: list[str]) -> None:

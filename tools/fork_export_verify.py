@@ -206,9 +206,23 @@ def check_imports(tree: Path, root: Path, modules: list[str]) -> str | None:
 
 
 def run_tests(tree: Path, root: Path, tests: list[str]) -> str | None:
-    """The stack's tests against the tree; the summary line of a failure, or None."""
+    """The stack's tests against the tree (in two processes where
+    pytest-xdist is installed); on a failure, pytest's summary line and the
+    first failing tests, or None."""
+    import importlib.util
+
+    workers = ["-n", "2"] if importlib.util.find_spec("xdist") else []
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *workers,
+            *tests,
+        ],
         cwd=tree,
         env=_env(root),
         capture_output=True,
@@ -217,8 +231,20 @@ def run_tests(tree: Path, root: Path, tests: list[str]) -> str | None:
     if result.returncode == 0:
         return None
     lines = [line for line in result.stdout.splitlines() if line.strip()]
-    failed = [line for line in lines if line.startswith(("FAILED", "ERROR"))]
-    return (failed or lines or [f"exit status {result.returncode}"])[-1]
+    failed = [
+        line.split(" - ")[0] for line in lines if line.startswith(("FAILED", "ERROR"))
+    ]
+    summary = lines[-1].strip("= ") if lines else f"exit status {result.returncode}"
+    shown = "; ".join(failed[:FAILURES_SHOWN])
+    more = (
+        f" and {len(failed) - FAILURES_SHOWN} more"
+        if len(failed) > FAILURES_SHOWN
+        else ""
+    )
+    return f"{summary}: {shown}{more}" if failed else summary
+
+
+FAILURES_SHOWN = 8
 
 
 def git(tree: Path, *args: str) -> subprocess.CompletedProcess:

@@ -15,7 +15,7 @@ away the first silently ran stock torch.  So:
   ``.venv-<release>``) use ``build/overlay-<release>``, one per release;
 * the ``.pth`` line names the torch the overlay was built for, and an
   interpreter whose overlay is missing or leads to another torch runs stock
-  torch and says so in one line (``fusion_switches.activate``);
+  torch and says so in one line (``fork_activation.activate``);
 * ``check`` and ``info`` name an overlay built for another torch, and
   ``build`` refuses to rewrite one.
 """
@@ -72,25 +72,24 @@ def pth_line(overlay: Path, torch_dir: Path | None = None) -> str:
     PYTHONPATH, unless FUSION_FORK_DISABLE is 1 or true (stock torch in the
     same virtualenv, to compare; importing a fork module then says why).
 
-    The line loads the fork's switch parser from the overlay by its path
-    (``torch/_inductor/fusion_switches.py``, which imports no torch; through
-    its loader rather than ``importlib.util``, which would cost every start
-    of Python some milliseconds) and calls its ``activate`` with the torch
-    the overlay is for (``torch_dir``).  Whatever goes wrong there (an
-    overlay removed, one of another environment) is one line on stderr and
-    stock torch, never a broken interpreter start; a bad FUSION_FORK_DISABLE
-    leaves the fork on, so that importing ``torch._inductor.config`` names
-    it, as it does every switch.
+    The line loads the fork's activation from this repository by its path
+    (``tools/fork_activation.py``, plumbing that imports no torch and stays
+    out of ``torch/``; through its loader rather than ``importlib.util``,
+    which would cost every start of Python some milliseconds) and calls its
+    ``activate`` with the torch the overlay is for (``torch_dir``).  Whatever
+    goes wrong there (an overlay removed, one of another environment) is one
+    line on stderr and stock torch, never a broken interpreter start; a bad
+    FUSION_FORK_DISABLE leaves the fork on, with one line that names it.
     """
-    switches = overlay / "torch" / "_inductor" / "fusion_switches.py"
+    switches = Path(__file__).resolve().parent / "fork_activation.py"
     torch_arg = "" if torch_dir is None else f", torch_dir={str(torch_dir)!r}"
     # once per process: site.py may read one site-packages twice (a
     # virtualenv's lib64 is a link to its lib)
     code = (
         "try:\n"
-        " if '_fusion_fork_switches' not in sys.modules:\n"
+        " if '_fusion_fork_activation' not in sys.modules:\n"
         "  from importlib.machinery import SourceFileLoader\n"
-        "  m = sys.modules['_fusion_fork_switches'] = type(sys)('_fusion_fork_switches')\n"
+        "  m = sys.modules['_fusion_fork_activation'] = type(sys)('_fusion_fork_activation')\n"
         f"  m.__file__ = {str(switches)!r}\n"
         "  SourceFileLoader(m.__name__, m.__file__).exec_module(m)\n"
         f"  m.activate({str(overlay)!r}{torch_arg})\n"

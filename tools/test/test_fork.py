@@ -30,7 +30,7 @@ import fork  # noqa: E402
 import patchset  # noqa: E402
 
 
-SWITCHES = TOOLS.parent / "torch" / "_inductor" / "fusion_switches.py"
+ACTIVATION = TOOLS / "fork_activation.py"
 SCHEDULER = "".join(f"# line {i}\n" for i in range(1, 41))
 
 
@@ -147,8 +147,6 @@ class TestBuild(FakeForkTestCase):
         # `run` must still run the overlay it built.
         stale = Path(self._tmp.name) / "stale"
         write(stale / "torch" / "__init__.py", "def hook():\n    return 'stale'\n")
-        (stale / "torch" / "_inductor").mkdir()
-        (stale / "torch" / "_inductor" / "fusion_switches.py").symlink_to(SWITCHES)
         answer = Path(self._tmp.name) / "answer"
         probe = (
             fork.pth_line(stale).strip()
@@ -163,10 +161,7 @@ class TestBuild(FakeForkTestCase):
     def pth(self, probe: str, **env: str) -> subprocess.CompletedProcess:
         """Run ``probe`` after the .pth line of this test's overlay, with the
         fake installed torch as the stock one."""
-        link = self.repo / "torch/_inductor/fusion_switches.py"
-        if not link.exists():
-            link.symlink_to(SWITCHES)
-            self.assertEqual(self.cli("build")[0], 0)
+        self.assertEqual(self.cli("build")[0], 0)
         return subprocess.run(
             [
                 sys.executable,
@@ -220,14 +215,17 @@ class TestBuild(FakeForkTestCase):
         self.assertEqual(result.stdout.split(), ["1"])
 
     def test_pth_bad_disable_value_leaves_the_fork_on(self) -> None:
-        # Python starts; the fork's config import names the value (see
-        # test/inductor/test_fusion_switches.py)
+        # Python starts, with one line that names the value
         result = self.pth(
             "import torch; print(torch.hook())", FUSION_FORK_DISABLE="maybe"
         )
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout.split(), ["fork"])
-        self.assertEqual(result.stderr, "")
+        self.assertEqual(
+            result.stderr,
+            "fusion fork: FUSION_FORK_DISABLE='maybe' is not a boolean: use 0, 1, "
+            "true or false (any case), or leave it empty or unset; the fork stays on\n",
+        )
 
     def test_pth_broken_overlay_is_one_line_and_stock_torch(self) -> None:
         missing = Path(self._tmp.name) / "removed-overlay"
@@ -249,9 +247,8 @@ class TestBuild(FakeForkTestCase):
         self.assertEqual(len(lines), 1, result.stderr)
         self.assertRegex(
             lines[0],
-            r"^fusion fork: not activated, stock torch \(FileNotFoundError: .*"
-            r"removed-overlay/torch/_inductor/fusion_switches\.py'\); "
-            r"reinstall it with this environment's Python: "
+            r"^fusion fork: not activated, stock torch: no overlay at .*"
+            r"removed-overlay; reinstall it with this environment's Python: "
             r"python tools/fork\.py install$",
         )
 
@@ -624,7 +621,7 @@ class TestActivatedVirtualenv(unittest.TestCase):
         )
 
     def test_zero_keeps_the_fork(self) -> None:
-        code = "import torch, torch._inductor.fusion_switches; print(torch.__file__)"
+        code = "import torch, torch._inductor.fusion_remarks; print(torch.__file__)"
         for value in ("0", "false", ""):
             with self.subTest(value=value):
                 result = self.python(code, value)
@@ -643,7 +640,7 @@ class TestActivatedVirtualenv(unittest.TestCase):
             ), torch.__file__
             import torch._inductor.config  # stock: imports fine
             import importlib.util as u
-            spec = u.spec_from_file_location("switches", SWITCHES)
+            spec = u.spec_from_file_location("switches", ACTIVATION)
             switches = u.module_from_spec(spec)
             spec.loader.exec_module(switches)
             print(len(switches.FORK_MODULES))
@@ -653,7 +650,7 @@ class TestActivatedVirtualenv(unittest.TestCase):
                 except ImportError as e:
                     print(e)
             """
-        ).replace("SWITCHES", repr(str(SWITCHES)))
+        ).replace("ACTIVATION", repr(str(ACTIVATION)))
         result = self.python(code, "1")
         self.assertEqual(result.returncode, 0, result.stderr)
         count, *lines = result.stdout.splitlines()
@@ -711,7 +708,9 @@ class TestRealTorch(unittest.TestCase):
     def test_export_round_trip(self) -> None:
         self.assertEqual(self.run_tool("build").returncode, 0)
         out_dir = Path(self._tmp.name) / "series"
-        result = self.run_tool("export", str(out_dir))
+        # (the stacks' tests on the pristine tree take most of the suite's
+        # time: `make export` runs them, this test the commits' imports)
+        result = self.run_tool("export", "--no-tests", str(out_dir))
         self.assertEqual(result.returncode, 0, result.stderr)
         stacks = sorted(p for p in out_dir.iterdir() if p.is_dir())
         self.assertEqual(stacks[0].name, "01-remarks")
@@ -735,6 +734,64 @@ class TestRealTorch(unittest.TestCase):
             )
             for patch in stack.glob("*.patch"):
                 self.assertIn("] [inductor] ", patch.read_text().split("\n", 4)[3])
+
+
+class TestActivation(unittest.TestCase):
+    """``tools/fork_activation.py``, what the .pth line loads: plumbing out of
+    ``torch/``, the standard library only, and a list of the fork's modules
+    that covers every module the fork adds."""
+
+    def load(self):
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("fork_activation_", ACTIVATION)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    def test_fork_modules_cover_the_forks_new_modules(self) -> None:
+        repo_torch = TOOLS.parent / "torch"
+        found = set()
+        for path in repo_torch.rglob("*.py"):
+            parts = path.relative_to(repo_torch.parent).with_suffix("").parts
+            found.add(".".join(p for p in parts if p != "__init__"))
+        self.assertIn("torch._inductor.fusion_remarks.hooks", found)
+        modules = self.load().FORK_MODULES
+        for name in sorted(found):
+            self.assertTrue(
+                any(name == m or name.startswith(m + ".") for m in modules), name
+            )
+        for m in modules:
+            self.assertIn(m, found)
+
+    def test_no_import_beyond_the_standard_library(self) -> None:
+        code = (
+            "import sys, importlib.util as u;"
+            f"s = u.spec_from_file_location('s', {str(ACTIVATION)!r});"
+            "m = u.module_from_spec(s); s.loader.exec_module(m);"
+            "print(sorted(k for k in sys.modules if k.split('.')[0] == 'torch'))"
+        )
+        result = subprocess.run(
+            [sys.executable, "-S", "-c", code], capture_output=True, text=True
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.strip(), "[]")
+
+    def test_disable_spellings(self) -> None:
+        fork_disabled = self.load().fork_disabled
+        for value, off in (
+            ("", False),
+            ("0", False),
+            ("False", False),
+            (" 1 ", True),
+            ("TRUE", True),
+        ):
+            self.assertIs(fork_disabled({"FUSION_FORK_DISABLE": value}), off, value)
+        self.assertIs(fork_disabled({}), False)
+        with self.assertRaisesRegex(
+            ValueError, "FUSION_FORK_DISABLE='maybe' is not a boolean"
+        ):
+            fork_disabled({"FUSION_FORK_DISABLE": "maybe"})
 
 
 if __name__ == "__main__":
