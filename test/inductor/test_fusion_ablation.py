@@ -305,18 +305,17 @@ def running_option_names():
     }
 
 
-# The option names of the running release's stock torch: the fork's overlay
-# (a sys.path entry holding torch/_fork.py) off, so without the fork's own
-# options.  The same listing as the committed 2.11.0 file's.
+# The option names of the running release's stock torch: any torch with this
+# stack (a sys.path entry holding torch/_inductor/fusion_ablation.py: the
+# fork's overlay, or a tree with the exported stacks) left out, so without
+# the options the stacks add.  The same listing as the committed files'.
 STOCK_NAMES = r"""
 import os, sys
-sys.path[:] = [
-    p for p in sys.path
-    if not os.path.exists(os.path.join(p or ".", "torch", "_fork.py"))
-]
+MARK = os.path.join("torch", "_inductor", "fusion_ablation.py")
+sys.path[:] = [p for p in sys.path if not os.path.exists(os.path.join(p or ".", MARK))]
 import torch
 import torch._inductor.config as i, torch._functorch.config as f
-assert not os.path.exists(os.path.join(os.path.dirname(torch.__file__), "_fork.py"))
+assert not os.path.exists(os.path.join(os.path.dirname(torch.__file__), "..", MARK))
 print("\n".join(sorted([*i._config, *("functorch." + k for k in f._config)])))
 """
 

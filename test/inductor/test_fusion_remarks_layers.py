@@ -92,11 +92,27 @@ def imported_package_modules(name, path):
     return out
 
 
-def fork_modules():
-    """Every module the fork adds under ``torch/`` (the repository's ``torch/``
-    holds only new files), by dotted name."""
-    out = {}
+def installed_torch():
+    """The installed torch under the links of the fork's overlay (or of a
+    tree with the exported stacks): where upstream's own files are."""
+    import torch
+
+    return Path(os.path.realpath(torch.__file__)).parent
+
+
+def fork_files():
+    """The files the fork adds under ``torch/`` (in a tree with the exported
+    stacks, ``torch/`` holds upstream's patched files too: those are not)."""
+    upstream = installed_torch()
     for path in sorted((ROOT / "torch").rglob("*.py")):
+        if not (upstream / path.relative_to(ROOT / "torch")).exists():
+            yield path
+
+
+def fork_modules():
+    """Every module the fork adds under ``torch/``, by dotted name."""
+    out = {}
+    for path in fork_files():
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
@@ -184,7 +200,7 @@ class TestFusionRemarksLayers(TestCase):
         imports inside functions; a feature registers with the remarks core,
         which imports no feature."""
         modules = fork_modules()
-        self.assertIn("torch._inductor.fusion_ablation", modules)
+        self.assertIn("torch._inductor.fusion_remarks.hooks", modules)
         graph = {
             name: fork_imports(name, path, modules) for name, path in modules.items()
         }
@@ -280,7 +296,7 @@ class TestFusionRemarksLayers(TestCase):
         self.assertEqual(big, {})
 
     def fork_sources(self):
-        for path in (ROOT / "torch").rglob("*.py"):
+        for path in fork_files():
             yield path, path.read_text()
 
     def test_no_stack_frame_reading(self):

@@ -18,7 +18,6 @@ import json
 import os
 import re
 import sys
-from pathlib import Path
 from unittest import mock
 
 import torch
@@ -29,7 +28,6 @@ from torch._inductor.test_case import run_tests, TestCase
 
 
 # the repository's root (this file is test/inductor/ in it)
-REPO = Path(__file__).resolve().parents[2]
 
 
 def pointwise_and_reduction(x):
@@ -288,10 +286,6 @@ class TestFusionReportSchema(TestCase):
         message = str(caught.exception)
         self.assertIn("pip install jsonschema", message)
         self.assertIsNone(caught.exception.__cause__)  # one message, no chain
-        # the requirements file it names is the repository's, and pins it
-        (named,) = re.findall(r"requirements/[\w.-]+\.txt", message)
-        pinned = (REPO / named).read_text()
-        self.assertRegex(pinned, r"(?m)^jsonschema==")
 
     # -- the schema itself ---------------------------------------------------
 

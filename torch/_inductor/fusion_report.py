@@ -151,8 +151,7 @@ def validate(data: dict[str, Any]) -> None:
     except ImportError:
         raise ImportError(
             "fusion_report.validate() needs the jsonschema package: pip install "
-            "jsonschema (the fork's repository pins the version it is tested "
-            "with in requirements/common.txt)"
+            "jsonschema"
         ) from None
     with open(SCHEMA_PATH, encoding="utf-8") as f:
         schema = json.load(f)
