@@ -192,7 +192,8 @@ def check_imports(tree: Path, root: Path, modules: list[str]) -> str | None:
     of the error, or None."""
     probe = f"import importlib\nfor m in {modules!r}:\n    importlib.import_module(m)\n"
     result = subprocess.run(
-        [sys.executable, "-c", probe],
+        # -P: the tree's partial torch/ (cwd) never shadows the import root's
+        [sys.executable, "-P", "-c", probe],
         cwd=tree,
         env=_env(root),
         capture_output=True,
@@ -215,6 +216,7 @@ def run_tests(tree: Path, root: Path, tests: list[str]) -> str | None:
     result = subprocess.run(
         [
             sys.executable,
+            "-P",  # as above: the import root's torch, not the cwd's partial one
             "-m",
             "pytest",
             "-q",

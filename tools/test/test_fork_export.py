@@ -21,6 +21,15 @@ from test_fork import FakeForkTestCase, write
 
 
 class TestExport(FakeForkTestCase):
+    def add_ablation_layer(self) -> None:
+        """The ablation feature's own layer of scheduler.py: ``ablation = True``."""
+        rel = "torch/_inductor/scheduler.py"
+        self.assertEqual(self.cli("build")[0], 0)
+        self.assertEqual(self.cli("edit", rel)[0], 0)
+        path = self.overlay_file(rel)
+        path.write_text(path.read_text() + "ablation = True\n")
+        self.assertEqual(self.cli("refresh", "--feature", "ablation", rel)[0], 0)
+
     def test_export_series_applies_to_pristine_sources(self) -> None:
         write(self.repo / "torch/_inductor/fusion_remarks/core.py", "REMARKS = 1\n")
         write(
@@ -70,12 +79,7 @@ class TestExport(FakeForkTestCase):
     def test_later_stack_applies_on_the_earlier(self) -> None:
         """A second feature's layer of the same file is a stack of its own,
         verified on top of the first."""
-        rel = "torch/_inductor/scheduler.py"
-        self.assertEqual(self.cli("build")[0], 0)
-        self.assertEqual(self.cli("edit", rel)[0], 0)
-        path = self.overlay_file(rel)
-        path.write_text(path.read_text() + "ablation = True\n")
-        self.assertEqual(self.cli("refresh", "--feature", "ablation", rel)[0], 0)
+        self.add_ablation_layer()
         out_dir = Path(self._tmp.name) / "series"
         code, out = self.cli("export", str(out_dir))
         self.assertEqual(code, 0, out)
@@ -126,12 +130,7 @@ class TestExport(FakeForkTestCase):
         """A module the overlay imports but the pristine release with the
         stack's commits cannot (it needs a name a later stack's layer adds)
         fails the export at the commit that adds it."""
-        rel = "torch/_inductor/scheduler.py"
-        self.assertEqual(self.cli("build")[0], 0)
-        self.assertEqual(self.cli("edit", rel)[0], 0)
-        path = self.overlay_file(rel)
-        path.write_text(path.read_text() + "ablation = True\n")
-        self.assertEqual(self.cli("refresh", "--feature", "ablation", rel)[0], 0)
+        self.add_ablation_layer()
         write(
             self.repo / "torch/_inductor/fusion_report.py",
             "from torch._inductor.scheduler import ablation\n",
