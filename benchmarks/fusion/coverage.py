@@ -38,13 +38,16 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "test", "inductor"))
 def measure(
     name: str, device: str, mode: str, shapes: str, step: str
 ) -> dict[str, Any]:
-    from fusion_code_crossings import code_crossing_problems, cpp_crossing_problems
+    from fusion_code_crossings import (
+        code_crossing_problems,
+        cpp_crossing_problems,
+        run_and_get_graph_codes,
+    )
     from harness import build_model
     from models import compile_config, loss_of
 
     from torch._inductor import fusion_report, metrics
     from torch._inductor.fusion_remarks import analysis as fusion_analysis
-    from torch._inductor.utils import run_and_get_code
 
     train = step == "training"
     torch.manual_seed(0)
@@ -64,7 +67,7 @@ def measure(
         fusion_report.capture() as rep,
         compile_config(name),
     ):
-        _, codes = run_and_get_code(run)
+        _, codes = run_and_get_graph_codes(run)
     seconds = time.perf_counter() - start
     graphs = rep.to_json()["graphs"]
     violations = [v for g in graphs for v in fusion_analysis.coverage_violations(g)]

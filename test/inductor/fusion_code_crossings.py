@@ -23,6 +23,7 @@ them are checked by the first rule only.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 
@@ -35,6 +36,32 @@ _ELEMENT = re.compile(r"^\s*(\w+) = (\w+)\[\d+\]\s*(?:#.*)?$")
 _REINTERPRET = re.compile(r"^\s*(\w+) = reinterpret_tensor\((\w+),")
 _ALLOC = re.compile(r"^\s*(\w+) = empty_strided\w*\(")
 _NAME = re.compile(r"\b(buf\d+)\b")
+
+
+def run_and_get_graph_codes(fn: Callable[[], Any]) -> tuple[Any, list[str]]:
+    """Run ``fn`` and return its result and the wrapper code of each graph it
+    compiles, in order.  Unlike ``run_and_get_code``, the modules that
+    autotuning compiles only to time a subgraph choice (max-autotune's
+    ``benchmark_*`` lowerings, such as a GEMM split along K) are left out:
+    they are no graph of the program, and the fusion report has none."""
+    from unittest import mock
+
+    import torch
+    from torch._inductor.graph import GraphLowering
+    from torch._inductor.virtualized import V
+
+    codes: list[str] = []
+
+    def save_output_code(code: str) -> None:
+        # (V.graph is the lowering being compiled; a null handler outside one)
+        name = getattr(V.graph, "name", None) or ""
+        if not name.startswith("benchmark_") and code not in codes:
+            codes.append(code)
+
+    with mock.patch.object(GraphLowering, "save_output_code", save_output_code):
+        torch._dynamo.reset()
+        result = fn()
+    return result, codes
 
 
 def _call_body(code: str) -> list[str]:

@@ -37,6 +37,7 @@ from fusion_code_crossings import (  # noqa: E402
     code_crossing_problems,
     cpp_crossing_problems,
     cpp_function_crossings,
+    run_and_get_graph_codes,
     WrapperCrossings,
 )
 
@@ -76,7 +77,7 @@ def compile_checked(test, fn, *args, backward=False, module=None, mode=None):
         return out
 
     with fusion_report.capture() as rep:
-        _, codes = run_and_get_code(run)
+        _, codes = run_and_get_graph_codes(run)
     graphs = rep.to_json()["graphs"]
     test.assertEqual(len(codes), len(graphs))
     test.assertTrue(any(graph["crossings"] for graph in graphs))
@@ -365,6 +366,29 @@ class TestCrossingsGPU(TestCase):
                         reaches(first, second) or reaches(second, first), b
                     )
 
+    def test_autotuned_split_k_candidates_are_no_graphs(self):
+        """Max-autotune times a GEMM whose K is far larger than M and N as a
+        subgraph split along K, compiling a module of its own for each split
+        (``benchmark_*`` lowerings): ``run_and_get_code`` returns those too
+        (ConvNeXt-T's training step on the H200: 22 wrappers for 2 graphs),
+        so the code check could not pair wrappers with graphs.  The graphs'
+        own wrappers are one per graph, and each agrees with its report."""
+        a = torch.randn(32, 8192, device=GPU_TYPE)
+        b = torch.randn(8192, 32, device=GPU_TYPE)
+
+        def mm_relu(a, b):
+            return torch.relu(a @ b)
+
+        def run():
+            return torch.compile(mm_relu, mode="max-autotune-no-cudagraphs")(a, b)
+
+        _, every_module = run_and_get_code(run)
+        self.assertGreater(len(every_module), 1)
+        graphs, codes = compile_checked(
+            self, mm_relu, a, b, mode="max-autotune-no-cudagraphs"
+        )
+        self.assertEqual((len(graphs), len(codes)), (1, 1))
+
 
 class MmReluSum(torch.nn.Module):
     def forward(self, x, w):
@@ -531,6 +555,35 @@ class TestPlainRecords(TestCase):
             live_objects({"a": [torch.fx.Graph().placeholder("x")]}),
             ["records['a'][0]"],
         )
+
+    def test_an_extern_kernel_whose_origins_name_a_graph_input(self):
+        """On the H200, one extern kernel of max-autotune's MobileNetV3
+        training step had a graph input among its origins, and the analysis
+        stopped with a KeyError on it (the compile went on, that graph
+        unreported).  The records of a relu feeding a matmul, that kernel's
+        origins given the weight's graph input too, analyse to one boundary
+        a crossing, naming no graph input among its ops."""
+        recorders = []
+        compiled = hooks.graph_compiled
+
+        def keep(graph):
+            recorders.append(graph._fusion_recorder)
+            return compiled(graph)
+
+        w = torch.randn(32, 32)
+        with mock.patch.object(hooks, "graph_compiled", side_effect=keep):
+            compile_checked(self, lambda x: torch.relu(x) @ w, torch.randn(32, 32))
+        (recorder,) = recorders
+        kmap = recorder.kernel_map
+        written = {b for k in kmap.kernels for b in k.writes}
+        (extern,) = [k for k in kmap.kernels if k.kind == "extern"]
+        graph_inputs = sorted(extern.reads - written)
+        self.assertTrue(graph_inputs)
+        extern.origins = [*extern.origins, *graph_inputs]
+        report = analysis.analyze_graph(kmap, recorder, recorder.label)
+        self.assertEqual(analysis.coverage_violations(report), [])
+        (into_mm,) = [b for b in dependencies(report) if b["kernels"][1] == extern.name]
+        self.assertFalse(set(graph_inputs) & set(into_mm["consumer_ops"]))
 
 
 if __name__ == "__main__":

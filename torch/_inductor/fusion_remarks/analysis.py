@@ -367,9 +367,11 @@ def _side_ops(
     """The computing ops of ``nests`` of ``kernel`` (an extern kernel: its op).
     An op a library call lowers (``called``) is the call's, not that of a
     generated kernel whose origins name it (one computing the call's inputs,
-    such as an attention mask)."""
+    such as an attention mask).  An extern kernel's origins can also name
+    graph inputs, which are no ops (on the H200, one of max-autotune's
+    choices in MobileNetV3's training step): they are left out."""
     if kernel.kind in EXTERN_KINDS:
-        return list(kernel.origins)
+        return [o for o in kernel.origins if o in ops]
     names = [
         o
         for n in kernel.nests
@@ -383,8 +385,10 @@ def _side_ops(
 def _reads_any(
     op: str, producers: set[str], ops: dict[str, OpRecord], seen: set[str]
 ) -> bool:
-    """Whether ``op`` reads one of ``producers``, through ops that compute nothing."""
-    for inp in ops[op].inputs:
+    """Whether ``op`` reads one of ``producers``, through ops that compute
+    nothing (a name that is no op, such as a graph input, reads nothing)."""
+    record = ops.get(op)
+    for inp in record.inputs if record is not None else ():
         if inp in producers:
             return True
         if inp in ops and not ops[inp].computes and inp not in seen:
