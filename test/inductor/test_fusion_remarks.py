@@ -26,6 +26,7 @@ from torch._inductor import fusion_report, metrics
 from torch._inductor.fusion_remarks import (
     analysis as fusion_analysis,
     recorder as fusion_recorder,
+    sinks,
     taxonomy,
 )
 from torch._inductor.test_case import run_tests, TestCase
@@ -319,13 +320,18 @@ graph 0/0 (cpu): 8 ops -> 7 kernels (6 generated in 2 functions, 1 extern)
         self.assertIn("injected fault", logs.output[0])
 
     def test_remarks_cost_nothing_when_off(self):
-        # With no capture and no fusion log, the hooks record nothing.
+        # With no capture and no fusion log, the hooks record nothing and no
+        # graph reaches the sinks; under a capture the same compile's does.
         self.assertFalse(fusion_recorder.is_enabled())
-        torch._dynamo.reset()
-        graphs = []
-        with mock.patch.object(fusion_report, "publish", graphs.append):
+        with mock.patch.object(sinks, "publish", wraps=sinks.publish) as published:
+            torch._dynamo.reset()
             torch.compile(sin_plus_cos)(torch.randn(64))
-        self.assertEqual(graphs, [])
+            self.assertEqual(published.call_count, 0)
+            torch._dynamo.reset()
+            with fusion_report.capture() as rep:
+                torch.compile(sin_plus_cos)(torch.randn(64))
+            self.assertEqual(published.call_count, 1)
+            self.assertEqual(len(rep.graphs), 1)
 
     def test_json_schema(self):
         rep = capture_compiled(self, two_axis_reductions_and_mm_relu, torch.randn(8, 8))

@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from .fusion_remarks import recorder as rec, sinks, summary as text_summary
+from .fusion_remarks import recorder as rec, summary as text_summary
 from .fusion_remarks.model import GraphBreak
 from .fusion_remarks.sinks import SCHEMA_VERSION
 from .fusion_remarks.taxonomy import Category, Reason, reasons_table
@@ -176,12 +176,6 @@ def _error_message(error: Any) -> str:
             f"{len(error.validator_value)} allowed values"
         )
     return error.message
-
-
-def publish(graph: dict[str, Any], cache: str | None = None) -> None:
-    """Hand one analysed graph to the captures, the fusion log and TORCH_TRACE
-    (see :func:`torch._inductor.fusion_remarks.sinks.publish`)."""
-    sinks.publish(graph, cache)
 
 
 def render_graph(graph: dict[str, Any], evaluated_pairs: bool = False) -> str:

@@ -71,7 +71,7 @@ the aten kernel is already a good one.
 Every boundary between two kernels (groups and aten ops) along a data edge is
 explained by one reason of the taxonomy in ``torch._inductor.fusion_remarks``
 (stage ``fx_fusion``), and the graph is published through
-``fusion_report.publish`` in the same JSON schema as Inductor's graphs.
+``fusion_remarks.sinks.publish`` in the same JSON schema as Inductor's graphs.
 
 **Modules**, each importing only modules listed before it (and the
 fusion-remarks code only through ``report``):

@@ -96,7 +96,7 @@ def fuse(
     eager torch ops) or any ``callable(spec, device) -> runner``.  With
     ``single_op_kernels`` a group of one op gets a kernel too; by default it
     stays its aten op.  ``label`` names the graph in the fusion report (its
-    compile id); ``publish`` hands the report to ``fusion_report.publish`` when
+    compile id); ``publish`` hands the report to ``fusion_remarks.sinks.publish`` when
     remarks are on.  The input is not modified; ``result.meta["fx_fusion"]``
     is a :class:`FusionResult`.
     """

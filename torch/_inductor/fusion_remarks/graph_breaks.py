@@ -128,7 +128,7 @@ def _on_compile_start(args: Any) -> None:
 
 @rec.guarded
 def note_published(graph: dict[str, Any]) -> None:
-    """Called by ``fusion_report.publish`` for each analysed graph."""
+    """Called by ``sinks.publish`` for each analysed graph."""
     _published.append(str(graph.get("compile_id")))
 
 
