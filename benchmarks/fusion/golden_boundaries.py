@@ -6,7 +6,7 @@ CPU under ``fusion_report.capture()`` and writes, per case and graph, every
 boundary as ``(producer, consumer, relation, reason)``, every lowering remark
 as ``(buffer, reason)``, the kernels as op lists and the lines of the
 ``fusion`` log's summary; once, the report's JSON schema; and with ``--pages``,
-each model case's page (``FusionCapture.save_html``) as the DOM Chromium builds
+each model case's page (``fusion_viewer.page.save_html``) as the DOM Chromium builds
 at 1400 px.  Measured numbers (times, sizes, ratios) and temporary paths are
 masked in the text and the DOM, so that two records of one tree are equal.
 ``compare`` diffs two such files and lists every difference one by one, so that
@@ -168,9 +168,11 @@ def page_dom(capture: Any) -> list[str]:
     per line, masked."""
     if CHROMIUM is None:
         raise SystemExit("error: --pages needs Chromium (make system-deps installs it)")
+    import fusion_viewer.page
+
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "page.html")
-        capture.save_html(path)
+        fusion_viewer.page.save_html(capture, path)
         dom = subprocess.run(
             [
                 CHROMIUM,

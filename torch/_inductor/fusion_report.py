@@ -20,13 +20,14 @@ The same per-graph summary goes to the ``fusion`` log artifact
 (``TORCH_LOGS=fusion``), and the JSON to a ``TORCH_TRACE`` artifact named
 ``inductor_fusion_remarks``.
 
-The page (:meth:`FusionCapture.save_html`), and the pages, pictures and diffs
-of saved reports (a capture's JSON file or a ``TORCH_TRACE`` directory), are
-the fusion viewer's, a package of its own outside torch that reads only the
-report's JSON: ``pip install ./packages/fusion_viewer`` from the repository,
-then ``python -m fusion_viewer render IN -o OUT.html``, ``python -m
+The pages, pictures and diffs of reports are the fusion viewer's, a package
+of its own outside torch that reads only the report's JSON (torch never
+imports it): ``pip install ./packages/fusion_viewer`` from the repository,
+then ``fusion_viewer.page.save_html(rep, "report.html")`` for a capture of this
+process, ``python -m fusion_viewer render IN -o OUT.html`` for a saved one (a
+capture's JSON file or a ``TORCH_TRACE`` directory), ``python -m
 fusion_viewer diff A B [-o OUT.html]`` and ``python -m fusion_viewer study
-DIR``.  ``python -m torch._inductor.fusion_report`` runs the same command line.
+DIR``.
 """
 
 from __future__ import annotations
@@ -55,12 +56,6 @@ __all__ = [
 
 # The JSON Schema (draft 2020-12) of ``FusionCapture.to_json()``.
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "fusion_report_schema.json")
-
-# What the page and the command line say when the viewer is not installed.
-_VIEWER_MISSING = (
-    "the fusion viewer is not installed: run "
-    "pip install ./packages/fusion_viewer from the repository"
-)
 
 
 class FusionCapture:
@@ -112,27 +107,6 @@ class FusionCapture:
         return text_summary.render_with_graphs(
             self.graphs, self.graph_breaks, render_graph
         )
-
-    def save_html(self, path: str | os.PathLike[str]) -> None:
-        """Write this capture's self-contained page with the fusion viewer
-        (``fusion_viewer.html``), a package outside torch: without it, an
-        ``ImportError`` says how to install it.  Graphs captured under
-        ``config.fusion_cost_model = "measure"`` are priced first, on this
-        machine, the one that compiled them (``fusion_viewer.costs``): the
-        compile itself times nothing.  A path that cannot be written is an
-        ``OSError`` naming it, raised before any of that."""
-        try:
-            from fusion_viewer import (
-                common as viewer_common,
-                costs as viewer_costs,
-                html as viewer_html,
-            )
-        except ModuleNotFoundError as e:
-            if not _is_viewer(e):
-                raise
-            raise ImportError(f"FusionCapture.save_html: {_VIEWER_MISSING}") from None
-        viewer_common.check_writable(path)
-        viewer_html.save_html(viewer_costs.price_measured(self.to_json()), path)
 
 
 def capture() -> FusionCapture:
@@ -190,25 +164,3 @@ def render_graph(graph: dict[str, Any], evaluated_pairs: bool = False) -> str:
 
 def category_of(code: str) -> Category:
     return Reason(code).category
-
-
-def _is_viewer(error: ModuleNotFoundError) -> bool:
-    """Whether ``error`` is the viewer missing, not a module the viewer lacks."""
-    return (error.name or "").split(".")[0] == "fusion_viewer"
-
-
-if __name__ == "__main__":
-    import sys
-
-    # The viewer's command line (render, diff, study), kept under this name.
-    try:
-        from fusion_viewer.cli import main
-    except ModuleNotFoundError as e:
-        if not _is_viewer(e):
-            raise
-        print(
-            f"python -m torch._inductor.fusion_report: {_VIEWER_MISSING}",
-            file=sys.stderr,
-        )
-        sys.exit(2)
-    sys.exit(main())

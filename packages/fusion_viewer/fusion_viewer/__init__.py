@@ -6,9 +6,9 @@ report's JSON (``FusionCapture.to_json()``, whose JSON Schema is torch's
 of LLVM's opt-viewer, which lives apart from the compiler that writes the
 remarks.  Installed with ``pip install ./packages/fusion_viewer`` from the
 repository (``make develop`` does it); run as ``python -m fusion_viewer
-render|diff|study``.  Of torch the renderers read only the reason table
-(``fusion_remarks.taxonomy``); torch imports the viewer only in
-``FusionCapture.save_html`` and ``python -m torch._inductor.fusion_report``.
+render|diff|study``; a capture of this process becomes a page with
+``fusion_viewer.page.save_html(rep, path)``.  Of torch the renderers read only the
+reason table (``fusion_remarks.taxonomy``); torch never imports the viewer.
 
 The package is layered; each module imports only the ones above it here:
 
@@ -39,6 +39,8 @@ The package is layered; each module imports only the ones above it here:
     harness)
 ``study``
     the pages of a fusion study: its index and one page per case
+``page``
+    the page of a capture made in this process, priced on this machine
 ``cli`` / ``__main__``
     the command line: ``render``, ``diff`` and ``study``
 

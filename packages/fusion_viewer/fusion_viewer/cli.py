@@ -3,7 +3,7 @@
 Three commands, the first two in the manner of LLVM's opt-viewer and opt-diff:
 
 ``render IN -o OUT.html``
-    the page ``FusionCapture.save_html`` writes (:mod:`.html`), from a saved
+    the page ``fusion_viewer.page.save_html`` writes (:mod:`.html`), from a saved
     capture (JSON) or a ``TORCH_TRACE`` directory (:mod:`.store`), titled
     with the input's name (``resnet18.json``: resnet18);
 ``diff A B [-o OUT.html]``
@@ -15,8 +15,7 @@ Three commands, the first two in the manner of LLVM's opt-viewer and opt-diff:
     ``DIR/cases/<case>.html``, from the ``study.json`` and ``captures/`` that
     ``benchmarks/fusion/study.py --out DIR`` wrote.
 
-``python -m torch._inductor.fusion_report`` runs this command line too.  A
-problem with the input or the output (a missing file, a file that is not a
+A problem with the input or the output (a missing file, a file that is not a
 capture, a trace without fusion artifacts, an unwritable path) is one line on
 stderr and exit status 2, without a traceback.
 """
@@ -59,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
         "render",
         help="write the HTML page of a capture",
         description=(
-            "Write the page FusionCapture.save_html writes, from a capture's "
+            "Write the page fusion_viewer.page.save_html writes, from a capture's "
             "JSON file or a TORCH_TRACE directory (every graph's "
             "inductor_fusion_remarks artifact in every log file)."
         ),
@@ -73,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="price the graphs captured under fusion_cost_model='measure' with "
         "this machine's measured cost model (use it on the machine that compiled "
-        "them, as save_html does)",
+        "them, as fusion_viewer.page.save_html does)",
     )
     compare = commands.add_parser(
         "diff",

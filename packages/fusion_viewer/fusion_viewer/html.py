@@ -1,6 +1,6 @@
 """The HTML page of a fusion capture: kernels, boundaries, pictures, sources.
 
-``FusionCapture.save_html(path)`` writes one self-contained page (inline CSS
+``fusion_viewer.page.save_html(rep, path)`` writes one self-contained page (inline CSS
 and JavaScript from ``page.css`` and ``page.js`` beside this module, inline
 SVG, nothing fetched from the network) that can be attached to an issue and
 opened anywhere.  It renders the JSON of :meth:`FusionCapture.to_json` and
@@ -91,7 +91,7 @@ def save_html(
     """Write :func:`render_html`'s page to ``path`` (UTF-8); a path that cannot
     be written is an ``OSError`` naming it, raised before the page is made.
     ``name`` defaults to the file's name without its extension
-    (``resnet18.html``: ``resnet18``), so that ``FusionCapture.save_html``
+    (``resnet18.html``: ``resnet18``), so that ``fusion_viewer.page.save_html``
     titles the page with what its caller named the file."""
     check_writable(path)
     if name is None:

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import textwrap
 
+import fusion_viewer.page
 import torch
 import torch._dynamo
 from fusion_viewer import cli, diff as render_diff, html, store, study
@@ -165,7 +166,7 @@ class TestFusionReportCli(TestCase):
         # save_html titles the page with its file's name, render with its
         # input's: both "default" here.
         expected = os.path.join(self.tmp, "default.html")
-        self.rep.save_html(expected)
+        fusion_viewer.page.save_html(self.rep, expected)
         with open(out) as f, open(expected) as g:
             page = f.read()
             self.assertEqual(page, g.read())
@@ -284,8 +285,7 @@ class TestFusionReportCli(TestCase):
         self.assertTrue(stdout.endswith("no differences\n"), stdout)
 
     def test_the_module_runs_as_a_program(self):
-        # python -m torch._inductor.fusion_report runs the viewer's command line.
-        for module in ("fusion_viewer", "torch._inductor.fusion_report"):
+        for module in ("fusion_viewer",):
             with self.subTest(module):
                 path = self.save("default.json", self.default)
                 out = os.path.join(self.tmp, "page.html")
@@ -675,7 +675,7 @@ class TestFusionReportCli(TestCase):
         )
 
     def test_save_html_names_the_path_it_cannot_write(self):
-        """``FusionCapture.save_html`` (and the viewer's ``save_html``) to a
+        """``fusion_viewer.page.save_html`` of a capture to a
         missing folder or onto a folder: an OSError of the right kind whose one
         line names the path and what is in the way, before any work."""
         with fusion_report.capture() as rep:
@@ -683,12 +683,12 @@ class TestFusionReportCli(TestCase):
         missing = os.path.join(self.tmp, "no", "such")
         target = os.path.join(missing, "x.html")
         with self.assertRaises(FileNotFoundError) as caught:
-            rep.save_html(target)
+            fusion_viewer.page.save_html(rep, target)
         self.assertEqual(
             str(caught.exception), f"cannot write {target}: no directory {missing}"
         )
         with self.assertRaises(IsADirectoryError) as caught:
-            rep.save_html(self.tmp)
+            fusion_viewer.page.save_html(rep, self.tmp)
         self.assertEqual(
             str(caught.exception), f"cannot write {self.tmp}: is a directory"
         )

@@ -1,7 +1,7 @@
 # Owner(s): ["module: inductor"]
 """The HTML page of a fusion capture, opened in a real browser.
 
-The page (``FusionCapture.save_html``, ``fusion_viewer.html``) is the
+The page (``fusion_viewer.page.save_html``, ``fusion_viewer.html``) is the
 product, so each test renders real captures and opens the page in headless
 Chromium: ``--dump-dom`` gives the DOM the browser built (an unescaped ``<`` in
 an op name or a stray tag in dot's SVG would show up as a missing or misplaced
@@ -29,6 +29,7 @@ from html.parser import HTMLParser
 from typing import Any
 from unittest import mock
 
+import fusion_viewer.page
 import torch
 import torch._dynamo
 from fusion_viewer import (
@@ -272,7 +273,7 @@ class TestFusionReportHtml(PageTestCase):
         torch._dynamo.reset()
         cls.data = json.loads(json.dumps(rep.to_json(), default=str))
         cls.page = os.path.join(cls.tmp.name, "capture.html")
-        rep.save_html(cls.page)
+        fusion_viewer.page.save_html(rep, cls.page)
         with open(cls.page, encoding="utf-8") as f:
             cls.html = f.read()
 

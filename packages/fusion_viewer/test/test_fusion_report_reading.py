@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import fusion_viewer.page
 import torch
 import torch._dynamo
 from fusion_viewer import cli, html as render_html, study as render_study
@@ -112,7 +113,7 @@ class TestFusionReportReading(PageTestCase):
         cls.rep = rep
         cls.data = json.loads(json.dumps(rep.to_json(), default=str))
         cls.page = os.path.join(cls.tmp.name, "conv_block.html")
-        rep.save_html(cls.page)
+        fusion_viewer.page.save_html(rep, cls.page)
 
     @classmethod
     def tearDownClass(cls) -> None:

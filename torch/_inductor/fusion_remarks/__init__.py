@@ -35,13 +35,12 @@ is layered; each module has one job and imports only the ones above it here:
     they only record, and hand a generated graph to ``publish``
 
 ``torch._inductor.fusion_report`` is the public face (``capture``, ``to_json``,
-``summary``, ``save_html``, ``validate``).  The pages, pictures, diffs, the
+``summary``, ``validate``).  The pages, pictures, diffs, the
 stored captures' loader, the device's measured cost model and the fusible
 check (forcing one refused fusion through an ``InductorChoices`` subclass) are
 the fusion viewer's (``packages/fusion_viewer``, ``python -m fusion_viewer``):
 it reads the report's JSON and ``TORCH_TRACE``
-directories, and only ``save_html`` and ``python -m
-torch._inductor.fusion_report`` import it.  This ``__init__`` imports nothing,
+directories, and no file of torch imports it.  This ``__init__`` imports nothing,
 so that a patched upstream module importing :mod:`.hooks` loads only what the
 hooks need: the taxonomy, the records (``model``, ``recorder``) and the hooks;
 the hooks load ``publish`` (the analysis, the sinks) only when a compile is
