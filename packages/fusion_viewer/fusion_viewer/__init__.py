@@ -8,7 +8,9 @@ remarks.  Installed with ``pip install ./packages/fusion_viewer`` from the
 repository (``make develop`` does it); run as ``python -m fusion_viewer
 render|diff|study``; a capture of this process becomes a page with
 ``fusion_viewer.page.save_html(rep, path)``.  Of torch the renderers read only the
-reason table (``fusion_remarks.taxonomy``); torch never imports the viewer.
+reason table (``fusion_remarks.taxonomy``) and the formatters the ``fusion``
+log shares with them (``fusion_remarks.summary``); torch never imports the
+viewer.
 
 The package is layered; each module imports only the ones above it here:
 

@@ -4,12 +4,12 @@ Writing an output file, escaping, byte counts, source locations (``file:line``) 
 the annotated source, the ids of graphs and boundaries, links between graphs,
 and the summary of a Dynamo graph break: what :mod:`.html`, :mod:`.graphviz`
 and :mod:`.source` all need.  Like the renderers, these read only the report's
-JSON, every field with a default.  The ``fusion`` log's text summary in torch
-(``torch._inductor.fusion_remarks.summary``), which cannot import the viewer,
-keeps its own copy of :func:`fmt_bytes`, :func:`fmt_seconds`,
+JSON, every field with a default.  The formatters the ``fusion`` log's text
+summary uses too (:func:`fmt_bytes`, :func:`fmt_seconds`,
 :func:`fmt_predicted`, :func:`fmt_cost_model`, :func:`kernel_groups`,
-:func:`fold_names`, :func:`extern_inputs` and :func:`eliminated_words`; a
-test checks that the copies are the same.
+:func:`fold_names`, :func:`extern_inputs`, :func:`eliminated_words`) are
+torch's (``torch._inductor.fusion_remarks.summary``), which cannot import the
+viewer: the viewer imports them from there, so they live in one place.
 """
 
 from __future__ import annotations
@@ -18,8 +18,18 @@ import hashlib
 import html
 import os
 import re
-from collections.abc import Sequence
 from typing import Any
+
+from torch._inductor.fusion_remarks.summary import (
+    eliminated_words,
+    extern_inputs,
+    fmt_bytes,
+    fmt_cost_model,
+    fmt_predicted,
+    fmt_seconds,
+    fold_names,
+    kernel_groups,
+)
 
 
 __all__ = [
@@ -36,6 +46,9 @@ __all__ = [
     "esc_name",
     "extern_inputs",
     "fmt_bytes",
+    "fmt_cost_model",
+    "fmt_predicted",
+    "fmt_seconds",
     "fold_names",
     "graph_anchor",
     "graph_links",
@@ -71,59 +84,6 @@ def esc_name(value: object) -> str:
 def graph_anchor(compile_id: str) -> str:
     """The id of a graph's section: ``graph-`` and the compile id, non-alnum as ``-``."""
     return "graph-" + re.sub(r"[^0-9A-Za-z]", "-", str(compile_id))
-
-
-def fmt_bytes(n: object) -> str:
-    """A byte count for people (``1.5 MiB``), or "" when ``n`` is not a number."""
-    if not isinstance(n, (int, float)) or isinstance(n, bool):
-        return ""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return str(n)  # unreachable
-
-
-def fmt_seconds(s: object) -> str:
-    """A duration for people (``1.25 us``, ``3.1 ms``), or "" when ``s`` is
-    not a number."""
-    if not isinstance(s, (int, float)) or isinstance(s, bool):
-        return ""
-    for unit, scale in (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3)):
-        if abs(s) < 1000 * scale:
-            return f"{s / scale:.3g} {unit}"
-    return f"{s:.3g} s"
-
-
-def fmt_predicted(predicted: object) -> str:
-    """A boundary's predicted gain in a few words (``saves 2.0 MiB and 1
-    launch: 1.3 us``), or "" when it has none."""
-    if not isinstance(predicted, dict):
-        return ""
-    parts = []
-    if predicted.get("bytes_saved"):
-        parts.append(fmt_bytes(predicted["bytes_saved"]))
-    launches = predicted.get("launches_saved") or 0
-    if launches:
-        parts.append(f"{launches} launch{'' if launches == 1 else 'es'}")
-    what = f"saves {' and '.join(parts)}" if parts else "saves nothing"
-    gain = fmt_seconds(predicted.get("gain_s"))
-    return f"{what}: {gain}" if gain and parts else what
-
-
-def fmt_cost_model(model: object) -> str:
-    """The cost model of a graph in one line."""
-    if not isinstance(model, dict):
-        return ""
-    bandwidth = model.get("bandwidth_bytes_per_s")
-    launch = model.get("launch_s")
-    if not bandwidth or launch is None:
-        return f"cost model: {model.get('source')}"
-    return (
-        f"cost model: {bandwidth / 1e9:.0f} GB/s copy bandwidth, "
-        f"{fmt_seconds(launch)} per launch ({model.get('source')})"
-    )
 
 
 def split_source(source: object) -> tuple[str, int] | None:
@@ -235,87 +195,6 @@ def copied_ops(kernel: dict[str, Any]) -> set[str]:
     for" them instead.  Empty when the field is absent (older captures).
     """
     return {str(n) for n in kernel.get("copy_for") or []}
-
-
-def kernel_groups(graph: dict[str, Any]) -> list[dict[str, Any]]:
-    """The graph's kernels grouped by generated ``function``, in graph order.
-
-    On the CPU several kernel records (loop nests) share one generated C++
-    function; a group is that function with its records.  A kernel with no
-    ``function`` (extern, fallback) is a group of its own.  Each group is
-    ``{"function": name or None, "name": the group's display name,
-    "records": [kernel, ...]}``.
-    """
-    groups: list[dict[str, Any]] = []
-    by_function: dict[str, dict[str, Any]] = {}
-    for kernel in graph.get("kernels") or []:
-        function = kernel.get("function")
-        if function and function in by_function:
-            by_function[function]["records"].append(kernel)
-            continue
-        group = {
-            "function": function or None,
-            "name": str(function or kernel.get("name", "?")),
-            "records": [kernel],
-        }
-        groups.append(group)
-        if function:
-            by_function[function] = group
-    return groups
-
-
-def fold_names(names: Sequence[object], limit: int = 8, last: str = " and ") -> str:
-    """Names for people: ``a, b and c`` (``last`` joins the last two); past
-    ``limit`` names, the first ``limit`` and how many more (``a, b, c and 37
-    more``), so that a line stays readable for a graph of thousands of ops."""
-    words = [str(n) for n in names]
-    if len(words) > limit:
-        return ", ".join(words[:limit]) + f" and {len(words) - limit} more"
-    if len(words) < 2:
-        return "".join(words)
-    return ", ".join(words[:-1]) + last + words[-1]
-
-
-def extern_inputs(
-    kernel: dict[str, Any], graph: dict[str, Any]
-) -> list[tuple[str, list[str]]]:
-    """What other kernels write into the buffers an extern kernel reads, by
-    the kernel that writes them, in the order of its boundaries:
-    ``[("cpp_fused_clone_0", ["buf3 (clone)"]), ...]``; a generated kernel is
-    named by its function.  Read from the graph's memory crossings (the
-    dependency boundaries into ``kernel``), never from op names.  Empty for
-    other kernels and for captures of before the buffer-level boundaries."""
-    shown = {
-        k.get("name"): str(k.get("function") or k.get("name"))
-        for k in graph.get("kernels") or []
-    }
-    out: dict[str, list[str]] = {}
-    for b in graph.get("boundaries") or []:
-        if b.get("relation") != "dependency" or "buffer" not in b:
-            continue
-        producer, consumer = ([*list(b.get("kernels") or []), "", ""])[:2]
-        if consumer != kernel.get("name"):
-            continue
-        ops = b.get("producer_ops") or []
-        what = f"{b['buffer']} ({fold_names(ops, 3)})" if ops else str(b["buffer"])
-        out.setdefault(shown.get(producer, str(producer)), []).append(what)
-    return list(out.items())
-
-
-def eliminated_words(code: object) -> str:
-    """Why a computing op has no kernel (its ``eliminated`` code), in words
-    that say what the generated code does (fusion_remarks.analysis)."""
-    words = {
-        "dead_code": "its value is never used (dead code)",
-        "cat_in_place": "a cat: the kernels computing its inputs write them "
-        "into slices of its output",
-        "removed": "Inductor removed its buffer",
-        "symbolic_scalar": "a size (a scalar of symbolic shapes), not a "
-        "tensor: each kernel or wrapper line that uses it computes its "
-        "expression",
-        "no_kernel": "no kernel names it among its origins",
-    }
-    return words.get(str(code), str(code or ""))
 
 
 # ``eliminated_words`` in a few words, for a node of a picture (its tooltip
