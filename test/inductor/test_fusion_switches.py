@@ -1,25 +1,33 @@
 # Owner(s): ["module: inductor"]
-"""The fork's environment switches (torch/_inductor/fusion_switches.py): one
-parser, checked when ``torch._inductor.config`` is imported."""
+"""The fusion features' environment switches (torch/_inductor/fusion_switches.py):
+one parser; a bad value leaves ``import torch._inductor.config`` alone and
+stops the first compile with one line."""
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import torch._inductor.config as config
 from torch._inductor import fusion_switches
 from torch._inductor.test_case import run_tests, TestCase
 
 
-BOOLS = [
-    name for name in fusion_switches.BOOL_SWITCHES if name.startswith("TORCHINDUCTOR_")
-]
+# option -> switch, for each option config.py reads from the environment
+# (the features present each add theirs where they define the option)
+_CONFIG_SOURCE = Path(config.__file__).read_text(encoding="utf-8")
 CONFIG_OF = {
-    name: target.rsplit(".", 1)[1]
-    for name, target in fusion_switches.BOOL_SWITCHES.items()
-    if target.startswith("torch._inductor.config.")
+    name: option
+    for option, _, name in re.findall(
+        r'^(\w+): (bool|int) = _fusion_switches\.env_(?:bool|int)\(\s*"(\w+)"',
+        _CONFIG_SOURCE,
+        re.M,
+    )
 }
+BOOLS = sorted(n for n, s in fusion_switches.SWITCHES.items() if s.kind == "bool")
+INTS = sorted(n for n, s in fusion_switches.SWITCHES.items() if s.kind == "int")
 SPELLINGS = [
     ("1", True),
     ("true", True),
@@ -34,12 +42,7 @@ SPELLINGS = [
 
 
 def clean_env(**changes):
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in fusion_switches.BOOL_SWITCHES
-        and k not in fusion_switches.INT_SWITCHES
-    }
+    env = {k: v for k, v in os.environ.items() if k not in fusion_switches.SWITCHES}
     return {**env, **changes}
 
 
@@ -78,27 +81,19 @@ def python_each(code, envs):
 
 
 class TestParser(TestCase):
-    def test_every_bool_switch_is_a_config_option_or_the_fork_switch(self):
-        self.assertEqual(
-            sorted(CONFIG_OF),
-            [
-                "TORCHINDUCTOR_FUSION_ONLY",
-                "TORCHINDUCTOR_LAUNCH_BOUND_COMBO_KERNELS",
-                "TORCHINDUCTOR_NO_FUSION",
-                "TORCHINDUCTOR_ONE_PASS_REDUCTIONS",
-                "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_ALIGNED_LOADS",
-                "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_FAST_EXP",
-                "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_LEAN_COMBINE",
-                "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_SPLIT_ROWS",
-            ],
-        )
+    def test_every_switch_read_is_a_config_option(self):
+        # the remarks' cost model is always there; each feature adds its own
+        self.assertIn(fusion_switches.COST_MODEL_SWITCH, fusion_switches.SWITCHES)
+        self.assertEqual(sorted(CONFIG_OF), sorted(BOOLS + INTS))
+        for name in BOOLS:
+            self.assertIs(type(getattr(config, CONFIG_OF[name])), bool)
+        for name in INTS:
+            self.assertIs(type(getattr(config, CONFIG_OF[name])), int)
         # the fork's own off switch is its activation's (tools/), not torch's
-        self.assertNotIn("FUSION_FORK_DISABLE", fusion_switches.BOOL_SWITCHES)
-        for option in CONFIG_OF.values():
-            self.assertIs(type(getattr(config, option)), bool)
+        self.assertNotIn("FUSION_FORK_DISABLE", fusion_switches.SWITCHES)
 
     def test_accepted_spellings(self):
-        for name in fusion_switches.BOOL_SWITCHES:
+        for name in BOOLS:
             for value, expected in SPELLINGS:
                 with self.subTest(name=name, value=value):
                     self.assertIs(
@@ -108,7 +103,7 @@ class TestParser(TestCase):
                     fusion_switches.check_environ({name: value})
 
     def test_empty_or_unset_is_the_default(self):
-        for name in fusion_switches.BOOL_SWITCHES:
+        for name in BOOLS:
             for default in (False, True):
                 self.assertIs(fusion_switches.env_bool(name, default, {}), default)
                 self.assertIs(
@@ -116,7 +111,7 @@ class TestParser(TestCase):
                 )
 
     def test_other_values_are_one_line_errors(self):
-        for name in fusion_switches.BOOL_SWITCHES:
+        for name in BOOLS:
             for value in ("maybe", "yes", "on", "2", "-1", "t", "0 1"):
                 with self.subTest(name=name, value=value):
                     with self.assertRaises(ValueError) as caught:
@@ -127,39 +122,56 @@ class TestParser(TestCase):
                         "false (any case), or leave it empty or unset",
                     )
 
-    def test_integer_switch(self):
-        name = "TORCHINDUCTOR_LAUNCH_BOUND_COMBO_MAX_BYTES"
-        self.assertEqual(fusion_switches.env_int(name, 7, {name: "12345"}), 12345)
-        self.assertEqual(fusion_switches.env_int(name, 7, {name: "0"}), 0)
-        self.assertEqual(fusion_switches.env_int(name, 7, {name: ""}), 7)
-        self.assertEqual(fusion_switches.env_int(name, 7, {}), 7)
-        for value in ("4MB", "1.5", "-1", "0x10", "true"):
-            with self.subTest(value=value):
-                with self.assertRaises(ValueError) as caught:
-                    fusion_switches.check_environ({name: value})
-                self.assertEqual(
-                    str(caught.exception),
-                    f"{name}={value!r} is not an integer >= 0: use a whole number "
-                    "such as 4194304, or leave it empty or unset",
-                )
+    def test_integer_switches(self):
+        for name in INTS:
+            lowest = fusion_switches.SWITCHES[name].lowest
+            with self.subTest(name=name):
+                env_int = fusion_switches.env_int
+                self.assertEqual(env_int(name, 7, {name: "12345"}, lowest), 12345)
+                self.assertEqual(env_int(name, 7, {name: str(lowest)}, lowest), lowest)
+                self.assertEqual(env_int(name, 7, {name: ""}, lowest), 7)
+                self.assertEqual(env_int(name, 7, {}, lowest), 7)
+                for value in ("4MB", "1.5", str(lowest - 1), "0x10", "true"):
+                    with self.assertRaises(ValueError) as caught:
+                        fusion_switches.check_environ({name: value})
+                    self.assertEqual(
+                        str(caught.exception),
+                        f"{name}={value!r} is not an integer >= {lowest}: use a "
+                        "whole number such as 4194304, or leave it empty or unset",
+                    )
+
+    def test_a_bad_value_read_is_kept_not_raised(self):
+        name = "TORCHINDUCTOR_TEST_ONLY_SWITCH"
+        try:
+            os.environ[name] = "maybe"
+            self.assertIsNone(fusion_switches.bad_environ())
+            self.assertIs(fusion_switches.env_bool(name, True), True)
+            self.assertEqual(
+                fusion_switches.bad_environ(),
+                f"{name}='maybe' is not a boolean: use 0, 1, true or false (any "
+                "case), or leave it empty or unset",
+            )
+            with self.assertRaisesRegex(
+                ValueError, f"^torch._inductor.config: {name}="
+            ):
+                fusion_switches.raise_bad_environ()
+        finally:
+            del os.environ[name]
+            fusion_switches.SWITCHES.pop(name, None)
+            fusion_switches._bad_values.clear()
+        fusion_switches.raise_bad_environ()  # nothing bad: nothing raised
 
 
 class TestConfigImport(TestCase):
     def test_env_values_reach_the_config(self):
+        options = [CONFIG_OF[n] for n in BOOLS]
+        ints = [CONFIG_OF[n] for n in INTS]
         code = (
             "import torch._inductor.config as c;"
-            f"print(*(getattr(c, o) for o in {sorted(set(CONFIG_OF.values()))!r}),"
-            " c.launch_bound_combo_max_bytes)"
+            f"print(*(getattr(c, o) for o in {options + ints!r}))"
         )
-        options = sorted(set(CONFIG_OF.values()))
-        # unset (""): each option's default; only the aligned steps, the
-        # fast exp and the lean combine are on by default
-        on_by_default = {
-            "one_pass_reductions_aligned_loads",
-            "one_pass_reductions_fast_exp",
-            "one_pass_reductions_lean_combine",
-        }
-        defaults = [str(o in on_by_default) for o in options]
+        # unset (""): each option's default, as this process has it
+        defaults = [str(getattr(config, o)) for o in options]
         for value, expected in (
             ("True", ["True"] * len(options)),
             ("false", ["False"] * len(options)),
@@ -168,14 +180,18 @@ class TestConfigImport(TestCase):
             with self.subTest(value=value):
                 result = python(
                     code,
-                    **dict.fromkeys(CONFIG_OF, value),
-                    TORCHINDUCTOR_LAUNCH_BOUND_COMBO_MAX_BYTES="12345",
+                    **dict.fromkeys(BOOLS, value),
+                    **dict.fromkeys(INTS, "12345"),
                 )
                 self.assertEqual(result.returncode, 0, result.stderr)
-                self.assertEqual(result.stdout.split(), [*expected, "12345"])
+                self.assertEqual(
+                    result.stdout.split(), [*expected, *["12345"] * len(ints)]
+                )
 
     def test_patch_wins_over_the_environment(self):
         # the environment sets the default; config.patch() still decides
+        if "TORCHINDUCTOR_FUSION_ONLY" not in fusion_switches.SWITCHES:
+            self.skipTest("needs the ablation stack's fusion_only")
         code = (
             "import torch._inductor.config as c\n"
             "with c.patch(fusion_only=True): print(c.fusion_only)\n"
@@ -184,45 +200,49 @@ class TestConfigImport(TestCase):
         result = python(code, TORCHINDUCTOR_FUSION_ONLY="0")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout.split(), ["True", "False"])
-        with config.patch(fusion_only=True):
-            self.assertTrue(config.fusion_only)
 
-    def test_bad_value_stops_the_config_import_in_one_line(self):
+    def test_a_bad_value_leaves_the_import_and_stops_the_first_compile(self):
+        """Every switch bad at once: ``import torch._inductor.config`` works,
+        each option at its default; a compile stops with the first bad
+        value's one line, one process for each kind of switch."""
+        bad = {"bool": "maybe", "int": "4MB", "cost_model": "fast"}
+        kind_of = {n: s.kind for n, s in fusion_switches.SWITCHES.items()}
+        options = [CONFIG_OF[n] for n in BOOLS + INTS]
+        imported = python(
+            "import torch._inductor.config as c;"
+            f"print(*(getattr(c, o) for o in {options!r}))",
+            **{n: bad[k] for n, k in kind_of.items()},
+        )
+        self.assertEqual(imported.returncode, 0, imported.stderr)
+        self.assertEqual(imported.stderr, "")
+        self.assertEqual(
+            imported.stdout.split(), [str(getattr(config, o)) for o in options]
+        )
+        words = {"bool": "a boolean", "int": "an integer", "cost_model": "a cost model"}
         cases = [
-            *((name, "maybe", "a boolean") for name in BOOLS),
-            ("TORCHINDUCTOR_LAUNCH_BOUND_COMBO_MAX_BYTES", "4MB", "an integer >= 0"),
-            (fusion_switches.COST_MODEL_SWITCH, "fast", "a cost model"),
+            (next(n for n, k in kind_of.items() if k == kind), kind)
+            for kind in bad
+            if kind in kind_of.values()
         ]
         results = python_each(
-            "import torch._inductor.config",
-            [{name: value} for name, value, _ in cases],
+            "import torch\n"
+            "try:\n"
+            "    torch.compile(lambda x: x.sin())(torch.randn(4))\n"
+            "except Exception as e:\n"
+            "    cause = getattr(e, 'inner_exception', None) or e.__cause__\n"
+            "    print(type(e).__name__, f'{type(cause).__name__}: {cause}')\n",
+            [{name: bad[kind]} for name, kind in cases],
         )
-        for (name, value, kind), result in zip(cases, results):
+        for (name, kind), result in zip(cases, results):
             with self.subTest(name=name):
-                # status 1 and one line on stderr, the traceback left out
-                self.assertEqual(result.returncode, 1)
-                (line,) = result.stderr.splitlines()
+                self.assertEqual(result.returncode, 0, result.stderr)
                 self.assertTrue(
-                    line.startswith(
-                        f"torch._inductor.config: {name}={value!r} is not {kind}"
+                    result.stdout.startswith(
+                        "BackendCompilerFailed ValueError: torch._inductor.config: "
+                        f"{name}={bad[kind]!r} is not {words[kind]}"
                     ),
-                    result.stderr,
+                    result.stdout,
                 )
-
-    def test_bad_value_fails_before_any_compile(self):
-        result = python(
-            "import torch; torch.compile(lambda x: x.sin())(torch.randn(4))",
-            TORCHINDUCTOR_LAUNCH_BOUND_COMBO_KERNELS="maybe",
-        )
-        self.assertEqual(result.returncode, 1)
-        self.assertEqual(
-            result.stderr.splitlines(),
-            [
-                "torch._inductor.config: TORCHINDUCTOR_LAUNCH_BOUND_COMBO_KERNELS="
-                "'maybe' is not a boolean: use 0, 1, true or false (any case), or "
-                "leave it empty or unset"
-            ],
-        )
 
 
 if __name__ == "__main__":

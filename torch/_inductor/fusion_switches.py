@@ -1,19 +1,24 @@
 """The fusion fork's environment switches, read by one parser.
 
-Every environment variable the fork reads as a switch is listed here:
+Each option of ``torch._inductor.config`` that a fork feature adds and the
+environment may set is read here, by :func:`env_bool`, :func:`env_int` or
+:func:`env_cost_model`, where ``config.py`` defines it; each read enters the
+switch in :data:`SWITCHES`, so that the table lists what the present features
+read and nothing else:
 
-* booleans (:data:`BOOL_SWITCHES`) take ``0``, ``1``, ``true`` or ``false``
-  in any case; empty or unset means the default;
-* integers (:data:`INT_SWITCHES`) take a whole number; empty or unset means
-  the default;
+* booleans take ``0``, ``1``, ``true`` or ``false`` in any case; empty or
+  unset means the default;
+* integers take a whole number at least the switch's lowest; empty or unset
+  means the default;
 * the cost model of the fusion remarks (:data:`COST_MODEL_SWITCH`) takes
   ``measure``, ``off`` or ``<GB/s>,<us per launch>`` (:func:`parse_cost_model`).
 
-Any other value is an error, raised as a ``ValueError`` whose message is one
-line naming the variable, the value and what is accepted.
-``torch._inductor.config`` calls :func:`stop_on_bad_environ` when it is
-imported, so a bad value stops the first import, not a compile, with that one
-line on stderr and no traceback through torch's imports.
+Any other value is an error whose message is one line naming the variable,
+the value and what is accepted.  Read from the process environment, a bad
+value leaves the option at its default and is kept (:func:`bad_environ`):
+the first compile raises it (:func:`raise_bad_environ`, called by the fusion
+remarks' hook at ``compile_fx``), so that importing torch never fails on it
+and the error comes where the option would have been used.
 
 Imported by ``config.py`` before anything else of Inductor: the standard
 library only.
@@ -21,18 +26,22 @@ library only.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
+
+_T = TypeVar("_T")
 
 
 __all__ = [
-    "BOOL_SWITCHES",
     "COST_MODEL_SWITCH",
-    "INT_SWITCHES",
+    "SWITCHES",
+    "Switch",
+    "bad_environ",
     "check_environ",
     "env_bool",
     "env_cost_model",
@@ -40,45 +49,30 @@ __all__ = [
     "parse_bool",
     "parse_cost_model",
     "parse_int",
-    "stop_on_bad_environ",
+    "raise_bad_environ",
 ]
 
-# variable -> what it switches (for the docs and the tests)
-BOOL_SWITCHES: dict[str, str] = {
-    "TORCHINDUCTOR_FUSION_ONLY": "torch._inductor.config.fusion_only",
-    "TORCHINDUCTOR_NO_FUSION": "torch._inductor.config.no_fusion",
-    "TORCHINDUCTOR_LAUNCH_BOUND_COMBO_KERNELS": (
-        "torch._inductor.config.launch_bound_combo_kernels"
-    ),
-    "TORCHINDUCTOR_ONE_PASS_REDUCTIONS": "torch._inductor.config.one_pass_reductions",
-    "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_FAST_EXP": (
-        "torch._inductor.config.one_pass_reductions_fast_exp"
-    ),
-    "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_LEAN_COMBINE": (
-        "torch._inductor.config.one_pass_reductions_lean_combine"
-    ),
-    "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_ALIGNED_LOADS": (
-        "torch._inductor.config.one_pass_reductions_aligned_loads"
-    ),
-    "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_SPLIT_ROWS": (
-        "torch._inductor.config.one_pass_reductions_split_rows"
-    ),
-}
 
-# variable -> (what it sets, lowest accepted value)
-INT_SWITCHES: dict[str, tuple[str, int]] = {
-    "TORCHINDUCTOR_LAUNCH_BOUND_COMBO_MAX_BYTES": (
-        "torch._inductor.config.launch_bound_combo_max_bytes",
-        0,
-    ),
-    "TORCHINDUCTOR_ONE_PASS_REDUCTIONS_ELEMENTS_PER_THREAD": (
-        "torch._inductor.config.one_pass_reductions_elements_per_thread",
-        1,
-    ),
-}
+@dataclasses.dataclass(frozen=True)
+class Switch:
+    """One environment variable a feature reads: its kind (``"bool"``,
+    ``"int"`` or ``"cost_model"``) and, for an integer, its lowest value."""
+
+    name: str
+    kind: str
+    lowest: int = 0
+
+
+# every switch read so far, by name (config.py reads each where it defines
+# the option it sets)
+SWITCHES: dict[str, Switch] = {}
 
 # what the fusion remarks price a missed fusion at (fusion_remarks/costs.py)
 COST_MODEL_SWITCH = "TORCHINDUCTOR_FUSION_COST_MODEL"
+
+# the one-line errors of the bad values read from the process environment, in
+# the order they were read
+_bad_values: list[str] = []
 
 _TRUE = ("1", "true")
 _FALSE = ("0", "false")
@@ -146,19 +140,48 @@ def parse_cost_model(name: str, value: str | None) -> str | None:
     return f"{numbers[0]:g},{numbers[1]:g}"
 
 
+def _read(
+    switch: Switch,
+    parse: Callable[[str | None], _T | None],
+    default: _T,
+    environ: Mapping[str, str] | None,
+) -> _T:
+    SWITCHES.setdefault(switch.name, switch)
+    try:
+        value = parse(_environ(environ).get(switch.name))
+    except ValueError as e:
+        if environ is not None:
+            raise
+        # the process environment: the default now, the error at the first
+        # compile (raise_bad_environ)
+        _bad_values.append(str(e))
+        return default
+    return default if value is None else value
+
+
 def env_bool(
     name: str, default: bool = False, environ: Mapping[str, str] | None = None
 ) -> bool:
-    """The boolean switch ``name`` from the environment, or ``default``."""
-    value = parse_bool(name, _environ(environ).get(name))
-    return default if value is None else value
+    """The boolean switch ``name`` from the environment, or ``default``.  A
+    bad value raises ``ValueError`` when ``environ`` is given; read from the
+    process environment it is kept for :func:`raise_bad_environ`."""
+    return _read(Switch(name, "bool"), lambda v: parse_bool(name, v), default, environ)
 
 
-def env_int(name: str, default: int, environ: Mapping[str, str] | None = None) -> int:
-    """The integer switch ``name`` from the environment, or ``default``."""
-    lowest = INT_SWITCHES[name][1] if name in INT_SWITCHES else 0
-    value = parse_int(name, _environ(environ).get(name), lowest)
-    return default if value is None else value
+def env_int(
+    name: str,
+    default: int,
+    environ: Mapping[str, str] | None = None,
+    lowest: int = 0,
+) -> int:
+    """The integer switch ``name`` (at least ``lowest``) from the environment,
+    or ``default``; a bad value as for :func:`env_bool`."""
+    return _read(
+        Switch(name, "int", lowest),
+        lambda v: parse_int(name, v, lowest),
+        default,
+        environ,
+    )
 
 
 def env_cost_model(
@@ -166,35 +189,43 @@ def env_cost_model(
     default: str = "measure",
     environ: Mapping[str, str] | None = None,
 ) -> str:
-    """The cost model switch from the environment, or ``default``."""
-    value = parse_cost_model(name, _environ(environ).get(name))
-    return default if value is None else value
+    """The cost model switch from the environment, or ``default``; a bad
+    value as for :func:`env_bool`."""
+    return _read(
+        Switch(name, "cost_model"),
+        lambda v: parse_cost_model(name, v),
+        default,
+        environ,
+    )
 
 
 def check_environ(environ: Mapping[str, str] | None = None) -> None:
-    """Raise a one-line ValueError for the first switch with a bad value."""
+    """Raise a one-line ValueError for the first switch of :data:`SWITCHES`
+    with a bad value in ``environ`` (the process environment if None)."""
     env = _environ(environ)
     try:
-        for name in BOOL_SWITCHES:
-            parse_bool(name, env.get(name))
-        for name, (_, lowest) in INT_SWITCHES.items():
-            parse_int(name, env.get(name), lowest)
-        parse_cost_model(COST_MODEL_SWITCH, env.get(COST_MODEL_SWITCH))
+        for switch in SWITCHES.values():
+            value = env.get(switch.name)
+            if switch.kind == "bool":
+                parse_bool(switch.name, value)
+            elif switch.kind == "int":
+                parse_int(switch.name, value, switch.lowest)
+            else:
+                parse_cost_model(switch.name, value)
     except ValueError as e:
         # raised again here, so that the traceback under the message is short
         raise ValueError(str(e)) from None
 
 
-def stop_on_bad_environ(environ: Mapping[str, str] | None = None) -> None:
-    """:func:`check_environ` for the import of ``torch._inductor.config``: a bad
-    value exits with its one line on stderr (``SystemExit``, status 1).
+def bad_environ() -> str | None:
+    """The one-line error of the first bad value read from the process
+    environment, or None."""
+    return _bad_values[0] if _bad_values else None
 
-    Raised during an import, a ValueError would print a traceback through
-    torch's import chain above the one line that matters; ``SystemExit``
-    prints the line alone, and an interactive session that catches it (a
-    notebook) shows the same line.
-    """
-    try:
-        check_environ(environ)
-    except ValueError as e:
-        raise SystemExit(f"torch._inductor.config: {e}") from None
+
+def raise_bad_environ() -> None:
+    """Raise the first bad value read from the process environment as a
+    one-line ``ValueError`` (``torch._inductor.config: NAME='value' is not
+    ...``); nothing if every value read was good."""
+    if _bad_values:
+        raise ValueError(f"torch._inductor.config: {_bad_values[0]}")

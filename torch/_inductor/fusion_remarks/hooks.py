@@ -37,6 +37,7 @@ from typing import Any, TYPE_CHECKING, TypeVar
 
 import torch
 
+from .. import fusion_switches
 from . import recorder as rec
 from .model import PairVerdict, Realization, Remark, with_compared
 from .recorder import Evaluation, fusion_log, guarded, Refusal
@@ -721,6 +722,15 @@ def watch_codegen(scheduler: Scheduler) -> Iterator[None]:
 # Inductor's FX graph cache: a hit skips lowering and scheduling, so the report
 # of a graph is stored with its cache entry and replayed on a hit, the way
 # upstream replays metrics and trace artifacts of cached graphs.
+
+
+def compile_starting() -> None:
+    """Called by ``compile_fx`` first.  A bad value of a fusion feature's
+    environment switch, read when ``config`` was imported (which never fails
+    on it: the option keeps its default), stops the compile here, where the
+    option would be used, as one line (``fusion_switches.raise_bad_environ``);
+    not guarded, since the user has to see it.  One check when all is well."""
+    fusion_switches.raise_bad_environ()
 
 
 @guarded
