@@ -25,6 +25,7 @@ from torch._dynamo.utils import counters
 from torch._inductor import fusion_report, metrics
 from torch._inductor.fusion_remarks import (
     analysis as fusion_analysis,
+    hooks as fusion_hooks,
     recorder as fusion_recorder,
     sinks,
     taxonomy,
@@ -332,6 +333,40 @@ graph 0/0 (cpu): 8 ops -> 7 kernels (6 generated in 2 functions, 1 extern)
                 torch.compile(sin_plus_cos)(torch.randn(64))
             self.assertEqual(published.call_count, 1)
             self.assertEqual(len(rep.graphs), 1)
+
+    def test_hooks_do_nothing_more_than_one_check_when_off(self):
+        # Off: a realize rule tags nothing, a realizing helper runs bare, and
+        # the epilogue rule's callables are never called.  On (a capture),
+        # the same calls tag and decide.
+        self.assertFalse(fusion_recorder.is_enabled())
+
+        def never():
+            raise AssertionError("evaluated while nothing listens")
+
+        @fusion_hooks.realizes_for(taxonomy.Reason.GRAPH_OUTPUT, rule=True)
+        def helper():
+            return list(fusion_hooks._realize_tags)
+
+        node = mock.Mock()
+        node.has_aliasing_or_mutation.return_value = False
+        node.is_reduction.return_value = True
+        fusion_hooks.begin_realize_rule(taxonomy.Reason.GRAPH_OUTPUT)
+        self.assertEqual(fusion_hooks._realize_tags, [])
+        fusion_hooks.end_realize_rule()
+        self.assertEqual(helper(), [])
+        self.assertIsNone(
+            fusion_hooks.epilogue_code(node, reduction_allowed=never, enabled=never)
+        )
+        with fusion_report.capture():
+            fusion_hooks.begin_realize_rule(taxonomy.Reason.GRAPH_OUTPUT)
+            self.assertEqual(len(fusion_hooks._realize_tags), 1)
+            fusion_hooks.end_realize_rule()
+            self.assertEqual(len(helper()), 1)
+            self.assertEqual(
+                fusion_hooks.epilogue_code(node, reduction_allowed=lambda: False),
+                taxonomy.Reason.EPILOGUE_REDUCTION,
+            )
+        self.assertEqual(fusion_hooks._realize_tags, [])
 
     def test_json_schema(self):
         rep = capture_compiled(self, two_axis_reductions_and_mm_relu, torch.randn(8, 8))

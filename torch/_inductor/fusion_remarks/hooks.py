@@ -85,6 +85,8 @@ def begin_realize_rule(code: Reason, **compared: Any) -> None:
     upstream statement and :func:`end_realize_rule` one line after, so that
     the statement keeps its indentation.  A tag left by an exception between
     the two belongs to a graph whose lowering failed: the next graph drops it."""
+    if not rec.is_enabled():
+        return
     from ..virtualized import V
 
     graph = id(V.graph) if V.graph is not None else None
@@ -96,7 +98,8 @@ def begin_realize_rule(code: Reason, **compared: Any) -> None:
 
 
 def end_realize_rule() -> None:
-    """After the statement :func:`begin_realize_rule` announced."""
+    """After the statement :func:`begin_realize_rule` announced (which tags
+    nothing while nothing listens: one check)."""
     if _realize_tag_graphs:
         _realize_tag_graphs.pop()
         _realize_tags.pop()
@@ -113,6 +116,8 @@ def realizes_for(
     def decorate(fn: Callable[..., _T]) -> Callable[..., _T]:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> _T:
+            if not rec.is_enabled():
+                return fn(*args, **kwargs)
             _realize_tags.append((code, rule, {}))
             _realize_tag_graphs.append(None)
             try:
@@ -540,23 +545,27 @@ def epilogue_code(
     node2: BaseSchedulerNode,
     *,
     mutation_allowed: bool = False,
-    reduction_allowed: bool = False,
-    enabled: bool | None = None,
-) -> Reason:
-    """The rule behind upstream's one "template epilogue not satisfied" check.
+    reduction_allowed: Callable[[], bool] | None = None,
+    enabled: Callable[[], bool] | None = None,
+) -> Reason | None:
+    """The rule behind upstream's one "template epilogue not satisfied" check;
+    None when nothing listens (one check).
 
-    2.14.1's check exempts atomic-add epilogues from the mutation rule and
+    The check exempts atomic-add epilogues from the mutation rule and
     reductions the backend can fuse, and reads a per-template switch: its call
-    site passes what it computed (``mutation_allowed``, ``reduction_allowed``,
-    ``enabled``); 2.11.0's reads ``config.epilogue_fusion``.
+    site passes what it computed (``mutation_allowed``) and, as callables
+    evaluated only here and only while remarks are on, the rest
+    (``reduction_allowed``, ``enabled``; ``config.epilogue_fusion`` without).
     """
+    if not rec.is_enabled():
+        return None
     from .. import config
 
     if node2.has_aliasing_or_mutation() and not mutation_allowed:
         return Reason.EPILOGUE_MUTATION
-    if node2.is_reduction() and not reduction_allowed:
+    if node2.is_reduction() and not (reduction_allowed and reduction_allowed()):
         return Reason.EPILOGUE_REDUCTION
-    if config.epilogue_fusion if enabled is None else enabled:
+    if config.epilogue_fusion if enabled is None else enabled():
         return Reason.TEMPLATE_KERNEL
     return Reason.EPILOGUE_DISABLED
 
