@@ -6,7 +6,7 @@
 * the ablation switches' options (``torch._inductor.fusion_ablation``), each
   with the torch releases it applies to, and the classification of the config
   options each release added since the supported release before it
-  (``torch._inductor.fusion_ablation_options.ADDED``: 2.14.1's and 2.15.0's),
+  (``torch._inductor.fusion_ablation_options.ADDED``: 2.15.0's),
   in ``docs/source/torch.compiler_fusion_ablation.md``.
 
 The docs are written from the code so the two cannot drift (tests check it).

@@ -16,8 +16,8 @@ Per release: fusion_only holds the options of the running torch release only
 since the supported release before it is classified
 (``fusion_ablation_options.ADDED``): the test compares the running release's
 stock option names with the previous release's, committed in
-``fusion_ablation_options_<release>.txt`` next to this file (2.11.0's for
-2.14.1, 2.14.1's for 2.15.0).
+``fusion_ablation_options_<release>.txt`` next to this file (2.14.1's for
+2.15.0; 2.14.1, the oldest supported release, is the baseline).
 """
 
 import inspect
@@ -410,7 +410,7 @@ class TestFusionOnlyPerRelease(TestCase):
                     self.assertFalse(fusion_ablation.for_this_release(entries))
 
     def test_other_releases_options_are_not_applied(self):
-        # Every supported release has entries of other releases: 2.11.0 the
+        # Every supported release has entries of other releases: 2.14.1 the
         # options later ones added, 2.15.0 the names it renamed
         # (benchmark_epilogue_fusion).
         other = not_here(fusion_ablation.FUSION_ONLY)
@@ -534,8 +534,7 @@ class TestAddedOptions(TestCase):
         supported = fusion_releases.DESCRIBED_RELEASES
         for added in fusion_ablation_options.ADDED:
             with self.subTest(release=added.release):
-                # compared with the supported release before it (one the fork
-                # no longer supports keeps its names file)
+                # compared with the supported release before it
                 self.assertIn(added.release, supported)
                 self.assertLess(release_key(added.previous), release_key(added.release))
                 self.assertFalse(
@@ -584,14 +583,14 @@ class TestAddedOptions(TestCase):
             for a in added.options
             if a.removed_in is None or release_key(a.removed_in) > here
         }
-        self.assertEqual(ON_2_14_1, bool(expected))
+        self.assertEqual(ON_2_15_0, bool(expected))
         self.assertEqual(expected - running_option_names(), set())
 
     def test_every_new_option_is_classified(self):
         stock = stock_option_names()
         self.assertLessEqual(stock, running_option_names())
         # The committed names of the running release, where it has a file,
-        # are its own (2.11.0's and 2.14.1's).
+        # are its own (2.14.1's).
         own = option_names_of(fusion_releases.RELEASE)
         if own is not None:
             self.assertEqual(stock, own)

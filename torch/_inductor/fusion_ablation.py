@@ -238,19 +238,20 @@ FUSION_ONLY: tuple[HeldOption, ...] = (
     ),
     # Algorithms of single ops.  var/var_mean: 2.14.1 computes more of them
     # by the two-step algorithm (mean, then squared deviations) instead of
-    # Welford, for throughput; 7 keeps 2.11.0's rule, two-step only for the
-    # reductions small enough to unroll (below unroll_reductions_threshold, 8).
+    # Welford, for throughput; 7 keeps the rule of the releases before it,
+    # two-step only for the reductions small enough to unroll (below
+    # unroll_reductions_threshold, 8).
     H(
         "cpp.use_two_step_variance_threshold",
         7,
-        "var/var_mean rows of up to 1024 elements on the CPU computed by the two-step algorithm instead of Welford (held at 7: two-step only below unroll_reductions_threshold, as on 2.11.0)",
+        "var/var_mean rows of up to 1024 elements on the CPU computed by the two-step algorithm instead of Welford (held at 7: two-step only below unroll_reductions_threshold, as before 2.14.1)",
         "changes the algorithm of an op",
         releases=since("2.14.1"),
     ),
     H(
         "triton.use_two_step_variance_threshold",
         7,
-        "fp16/bf16 var/var_mean rows of 1024 to 32768 elements in Triton computed by the two-step algorithm instead of Welford (held at 7: two-step only below unroll_reductions_threshold, as on 2.11.0)",
+        "fp16/bf16 var/var_mean rows of 1024 to 32768 elements in Triton computed by the two-step algorithm instead of Welford (held at 7: two-step only below unroll_reductions_threshold, as before 2.14.1)",
         "changes the algorithm of an op",
         releases=since("2.14.1"),
     ),
