@@ -81,6 +81,12 @@ def python_each(code, envs):
 
 
 class TestParser(TestCase):
+    def assert_check_says(self, name, value, message):
+        """``check_environ`` refuses ``name=value`` with exactly ``message``."""
+        with self.assertRaises(ValueError) as caught:
+            fusion_switches.check_environ({name: value})
+        self.assertEqual(str(caught.exception), message)
+
     def test_every_switch_read_is_a_config_option(self):
         # the remarks' cost model is always there; each feature adds its own
         self.assertIn(fusion_switches.COST_MODEL_SWITCH, fusion_switches.SWITCHES)
@@ -114,10 +120,9 @@ class TestParser(TestCase):
         for name in BOOLS:
             for value in ("maybe", "yes", "on", "2", "-1", "t", "0 1"):
                 with self.subTest(name=name, value=value):
-                    with self.assertRaises(ValueError) as caught:
-                        fusion_switches.check_environ({name: value})
-                    self.assertEqual(
-                        str(caught.exception),
+                    self.assert_check_says(
+                        name,
+                        value,
                         f"{name}={value!r} is not a boolean: use 0, 1, true or "
                         "false (any case), or leave it empty or unset",
                     )
@@ -132,10 +137,9 @@ class TestParser(TestCase):
                 self.assertEqual(env_int(name, 7, {name: ""}, lowest), 7)
                 self.assertEqual(env_int(name, 7, {}, lowest), 7)
                 for value in ("4MB", "1.5", str(lowest - 1), "0x10", "true"):
-                    with self.assertRaises(ValueError) as caught:
-                        fusion_switches.check_environ({name: value})
-                    self.assertEqual(
-                        str(caught.exception),
+                    self.assert_check_says(
+                        name,
+                        value,
                         f"{name}={value!r} is not an integer >= {lowest}: use a "
                         "whole number such as 4194304, or leave it empty or unset",
                     )

@@ -1,6 +1,6 @@
 """The page of a capture made in this process.
 
-``fusion_viewer.save_html(rep, "report.html")`` writes the self-contained page
+``fusion_viewer.page.save_html(rep, "report.html")`` writes the self-contained page
 of a ``torch._inductor.fusion_report`` capture (or of its ``to_json()``), as
 ``python -m fusion_viewer render`` does for a saved one.  Torch never imports
 the viewer: the capture hands over only its JSON.
